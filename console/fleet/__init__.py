@@ -1,0 +1,1 @@
+"""Fleet control: pure state (events + reducer), host links, monitors and lifecycle actions."""

@@ -1,0 +1,204 @@
+"""Typed events: everything monitors and actions learn lands in FleetState as one of these.
+
+Monitors turn remote output into events; `FleetState.apply(event)` is the only writer of state.
+Times are `time.time()` floats (wall clock), so ages survive a console restart's journal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+HostConn = Literal["connecting", "up", "down"]
+HealthStatus = Literal["ok", "warming", "down", "unauthorized", "error"]
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    """One GPU's row from `nvidia-smi --query-gpu`; None where the tool printed [N/A]."""
+
+    index: int
+    uuid: str = ""
+    name: str = ""
+    pci_bus_id: str = ""
+    memory_used_mib: int | None = None
+    memory_total_mib: int | None = None
+    utilization_pct: int | None = None
+    memory_util_pct: int | None = None
+    temperature_c: int | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    clocks_sm_mhz: int | None = None
+
+
+@dataclass(frozen=True)
+class ComputeApp:
+    pid: int
+    gpu_uuid: str
+    process_name: str
+    used_mib: int | None
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    pid: int
+    ppid: int
+    sid: int
+    args: str
+
+
+@dataclass(frozen=True)
+class ServerMeta:
+    """What the console knows about a server it launched (meta.json) or discovered (ps)."""
+
+    name: str
+    host: str
+    gpus: tuple[int, ...]
+    port: int | None
+    preset: str | None = None
+    managed: bool = True
+    pid: int | None = None
+    sid: int | None = None
+    log_path: str | None = None
+    argv: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    started_at: float | None = None
+    command: str = ""
+    launch_id: str = ""
+
+
+# -- host link ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HostConnecting:
+    host: str
+    at: float
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class HostUp:
+    host: str
+    at: float
+
+
+@dataclass(frozen=True)
+class HostDown:
+    host: str
+    at: float
+    error: str
+    retry_in_s: float | None = None
+
+
+# -- telemetry ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GpuSample:
+    host: str
+    at: float
+    gpus: tuple[GpuReading, ...]
+
+
+@dataclass(frozen=True)
+class TelemetryError:
+    """nvidia-smi missing, hanging, or printing garbage: the GPU panes say so."""
+
+    host: str
+    at: float
+    message: str
+
+
+@dataclass(frozen=True)
+class ProcessSample:
+    """Compute apps and the process table, joined to servers by session id."""
+
+    host: str
+    at: float
+    apps: tuple[ComputeApp, ...]
+    procs: tuple[ProcInfo, ...]
+
+
+# -- servers --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ServerSeen:
+    """A server found on a host: launched now, re-attached from meta.json, or external (ps)."""
+
+    meta: ServerMeta
+    at: float
+    alive: bool = True
+
+
+@dataclass(frozen=True)
+class ServerGone:
+    """Its process is no longer alive (exit seen by the monitor)."""
+
+    server: str
+    at: float
+    exit_status: int | None = None
+    signal: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerRemoved:
+    server: str
+    at: float
+
+
+@dataclass(frozen=True)
+class LogData:
+    """Bytes read from a server's log, starting at byte `offset` of file `path`."""
+
+    server: str
+    at: float
+    path: str
+    offset: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class LogError:
+    server: str
+    at: float
+    message: str
+
+
+@dataclass(frozen=True)
+class HealthResult:
+    server: str
+    at: float
+    status: HealthStatus
+    detail: str = ""
+    latency_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class MetricsSample:
+    server: str
+    at: float
+    values: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ServerAction:
+    """A lifecycle step the console took (launch, stop, restart, refused ...), for the journal/UI."""
+
+    server: str
+    at: float
+    action: str
+    ok: bool
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something a person should see (toast): server ready, crashed, host down/back."""
+
+    at: float
+    level: Literal["info", "warning", "error"]
+    message: str
+    server: str | None = None
+    host: str | None = None
+
+
+Event = (
+    HostConnecting | HostUp | HostDown | GpuSample | TelemetryError | ProcessSample | ServerSeen
+    | ServerGone | ServerRemoved | LogData | LogError | HealthResult | MetricsSample | ServerAction | Notice
+)

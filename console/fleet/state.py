@@ -1,0 +1,356 @@
+"""FleetState: the pure, in-memory picture of every host, GPU and server, built only by apply(event).
+
+The UI renders from this and nothing else. `apply` returns derived notices (server ready, crashed,
+host down/back) so the UI can toast without diffing state itself.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from console.fleet.events import (
+    ComputeApp,
+    Event,
+    GpuReading,
+    GpuSample,
+    HealthResult,
+    HostConn,
+    HostConnecting,
+    HostDown,
+    HostUp,
+    LogData,
+    LogError,
+    MetricsSample,
+    Notice,
+    ProcessSample,
+    ServerAction,
+    ServerGone,
+    ServerMeta,
+    ServerRemoved,
+    ServerSeen,
+    TelemetryError,
+)
+from console.fleet.logmodel import LogModel
+
+MAX_LINES = 20_000
+SPARK_POINTS = 120
+ACTIVE_PHASES = ("launching", "loading_weights", "kv_cache", "cuda_graph", "warming", "ready", "serving")
+
+
+@dataclass
+class GpuProcess:
+    pid: int
+    used_mib: int | None
+    name: str
+    server: str | None = None
+
+
+@dataclass
+class GpuState:
+    reading: GpuReading
+    processes: list[GpuProcess] = field(default_factory=list)
+
+    @property
+    def index(self) -> int:
+        return self.reading.index
+
+
+@dataclass
+class HostState:
+    name: str
+    conn: HostConn = "connecting"
+    since: float | None = None
+    last_error: str | None = None
+    attempt: int = 0
+    gpus: dict[int, GpuState] = field(default_factory=dict)
+    gpu_at: float | None = None
+    apps_at: float | None = None
+    telemetry_error: str | None = None
+    telemetry_error_at: float | None = None
+    procs_by_pid: dict[int, int] = field(default_factory=dict)
+    """pid -> session id, from the last process sample."""
+
+    def age_s(self, now: float) -> float | None:
+        """Age of the GPU figures; None when there are none yet."""
+        return None if self.gpu_at is None else max(0.0, now - self.gpu_at)
+
+    def stale(self, now: float, limit_s: float = 5.0) -> bool:
+        age = self.age_s(now)
+        return self.conn != "up" or age is None or age > limit_s
+
+
+@dataclass
+class ServerState:
+    meta: ServerMeta
+    alive: bool = True
+    stopping: bool = False
+    exit_status: int | None = None
+    signal: str | None = None
+    ended_at: float | None = None
+    seen_at: float | None = None
+    log: LogModel = field(default_factory=LogModel)
+    log_offset: int = 0
+    log_error: str | None = None
+    health: str | None = None
+    health_detail: str = ""
+    health_at: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    metrics_at: float | None = None
+    throughput_history: deque[float] = field(default_factory=lambda: deque(maxlen=SPARK_POINTS))
+    previous_logs: list[str] = field(default_factory=list)
+    previous_timeline: dict[str, float] = field(default_factory=dict)
+    last_action: str = ""
+    memory_mib: int = 0
+    """VRAM held by all of this server's processes (every TP rank), from compute apps."""
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def phase(self) -> str:
+        """Parser phase, overridden by what the process and /health say."""
+        p = self.log.phase
+        if not self.alive:
+            if self.stopping or p == "stopped":
+                return "stopped"
+            return "crashed"
+        if p == "crashed":
+            return "crashed"
+        if self.health == "ok" and p in ("cuda_graph", "warming", "kv_cache", "launching", "loading_weights"):
+            return "ready"
+        return p
+
+    @property
+    def ready_confirmed(self) -> bool:
+        return self.health == "ok"
+
+    @property
+    def gen_throughput(self) -> float | None:
+        return self.log.gen_throughput if self.alive else None
+
+
+class FleetState:
+    """All hosts and servers. Only `apply` mutates it."""
+
+    def __init__(self, host_names: list[str] | None = None) -> None:
+        self.hosts: dict[str, HostState] = {n: HostState(n) for n in host_names or []}
+        self.servers: dict[str, ServerState] = {}
+        self.version = 0
+        """Bumped on every apply: a cheap 'anything changed?' for renderers."""
+
+    # -- queries ----------------------------------------------------------------------------
+    def host(self, name: str) -> HostState:
+        if name not in self.hosts:
+            self.hosts[name] = HostState(name)
+        return self.hosts[name]
+
+    def servers_on(self, host: str) -> list[ServerState]:
+        return [s for s in self.servers.values() if s.meta.host == host]
+
+    def server_on_gpu(self, host: str, gpu: int) -> ServerState | None:
+        """The live server owning a GPU (managed first), else the most recent dead one."""
+        cands = [s for s in self.servers_on(host) if gpu in s.meta.gpus]
+        if not cands:
+            return None
+        cands.sort(key=lambda s: (s.alive, s.meta.managed, s.meta.started_at or 0), reverse=True)
+        return cands[0]
+
+    def live_owner(self, host: str, gpu: int) -> ServerState | None:
+        s = self.server_on_gpu(host, gpu)
+        return s if s is not None and s.alive else None
+
+    # -- the reducer ------------------------------------------------------------------------
+    def apply(self, ev: Event) -> list[Notice]:
+        self.version += 1
+        handler = _HANDLERS.get(type(ev))
+        return handler(self, ev) if handler else []
+
+    def _host_connecting(self, ev: HostConnecting) -> list[Notice]:
+        h = self.host(ev.host)
+        if h.conn != "down":
+            h.since = ev.at
+        h.conn = "connecting"
+        h.attempt = ev.attempt
+        return []
+
+    def _host_up(self, ev: HostUp) -> list[Notice]:
+        h = self.host(ev.host)
+        was_down = h.conn == "down"
+        h.conn, h.since, h.last_error, h.attempt = "up", ev.at, None, 0
+        return [Notice(ev.at, "info", f"host {ev.host} is back", host=ev.host)] if was_down else []
+
+    def _host_down(self, ev: HostDown) -> list[Notice]:
+        h = self.host(ev.host)
+        notices = []
+        if h.conn != "down":
+            h.since = ev.at
+            notices.append(Notice(ev.at, "error", f"host {ev.host} is down: {ev.error}", host=ev.host))
+        h.conn, h.last_error = "down", ev.error
+        return notices
+
+    def _gpu_sample(self, ev: GpuSample) -> list[Notice]:
+        h = self.host(ev.host)
+        for r in ev.gpus:
+            g = h.gpus.get(r.index)
+            if g is None:
+                h.gpus[r.index] = GpuState(r)
+            else:
+                g.reading = r
+        h.gpu_at = ev.at
+        h.telemetry_error = None
+        return []
+
+    def _telemetry_error(self, ev: TelemetryError) -> list[Notice]:
+        h = self.host(ev.host)
+        first = h.telemetry_error is None
+        h.telemetry_error, h.telemetry_error_at = ev.message, ev.at
+        return [Notice(ev.at, "warning", f"{ev.host}: {ev.message}", host=ev.host)] if first else []
+
+    def _process_sample(self, ev: ProcessSample) -> list[Notice]:
+        h = self.host(ev.host)
+        h.apps_at = ev.at
+        h.procs_by_pid = {p.pid: p.sid for p in ev.procs}
+        by_uuid = {g.reading.uuid: g for g in h.gpus.values() if g.reading.uuid}
+        for g in h.gpus.values():
+            g.processes = []
+        servers = self.servers_on(ev.host)
+        by_sid = {s.meta.sid: s for s in servers if s.meta.sid is not None and s.alive}
+        by_pid = {s.meta.pid: s for s in servers if s.meta.pid is not None and s.alive}
+        mem: dict[str, int] = {}
+        for app in ev.apps:
+            owner = self._owner_of(app, h, by_sid, by_pid)
+            g = by_uuid.get(app.gpu_uuid)
+            if g is not None:
+                g.processes.append(GpuProcess(app.pid, app.used_mib, app.process_name, owner.name if owner else None))
+            if owner is not None and app.used_mib:
+                mem[owner.name] = mem.get(owner.name, 0) + app.used_mib
+        for s in servers:
+            s.memory_mib = mem.get(s.name, 0)
+        return []
+
+    @staticmethod
+    def _owner_of(app: ComputeApp, h: HostState, by_sid: dict, by_pid: dict) -> ServerState | None:
+        if app.pid in by_pid:
+            return by_pid[app.pid]
+        sid = h.procs_by_pid.get(app.pid)
+        return by_sid.get(sid) if sid is not None else None
+
+    def _server_seen(self, ev: ServerSeen) -> list[Notice]:
+        m = ev.meta
+        s = self.servers.get(m.name)
+        if s is None or (m.launch_id and m.launch_id != s.meta.launch_id):
+            fresh = ServerState(m, alive=ev.alive, seen_at=ev.at)
+            if s is not None:
+                fresh.previous_logs = [*s.previous_logs, *([s.meta.log_path] if s.meta.log_path else [])]
+                fresh.previous_timeline = dict(s.log.timeline) or s.previous_timeline
+            self.servers[m.name] = fresh
+            return []
+        s.meta, s.seen_at = m, ev.at
+        if ev.alive and not s.alive:
+            s.alive, s.ended_at = True, None
+        return []
+
+    def _server_gone(self, ev: ServerGone) -> list[Notice]:
+        s = self.servers.get(ev.server)
+        if s is None or not s.alive:
+            return []
+        s.alive, s.ended_at, s.exit_status, s.signal = False, ev.at, ev.exit_status, ev.signal
+        s.log.finish(ev.exit_status, ev.signal)
+        if s.stopping:
+            return [Notice(ev.at, "info", f"{s.name} stopped", server=s.name, host=s.meta.host)]
+        diag = s.log.diagnosis
+        cause = f": {diag.summary}" if diag is not None else ""
+        return [Notice(ev.at, "error", f"{s.name} crashed{cause}", server=s.name, host=s.meta.host)]
+
+    def _server_removed(self, ev: ServerRemoved) -> list[Notice]:
+        self.servers.pop(ev.server, None)
+        return []
+
+    def _log_data(self, ev: LogData) -> list[Notice]:
+        s = self.servers.get(ev.server)
+        if s is None or (s.meta.log_path and ev.path != s.meta.log_path):
+            return []
+        data = ev.data
+        if ev.offset < s.log_offset:  # a resumed tail re-sent bytes we have: drop the overlap
+            skip = s.log_offset - ev.offset
+            if skip >= len(data):
+                return []
+            data = data[skip:]
+        elif ev.offset > s.log_offset:
+            s.log.note_gap(ev.offset - s.log_offset)
+        s.log_offset = max(s.log_offset, ev.offset) + len(data)
+        s.log_error = None
+        before = s.log.phase
+        s.log.feed(data)
+        after = s.log.phase
+        tp = s.log.gen_throughput
+        if tp is not None and s.log.stats_changed:
+            s.throughput_history.append(tp)
+        return self._phase_notices(s, before, after, ev.at)
+
+    def _phase_notices(self, s: ServerState, before: str, after: str, at: float) -> list[Notice]:
+        if before == after:
+            return []
+        if after == "ready":
+            return [Notice(at, "info", f"{s.name} is ready", server=s.name, host=s.meta.host)]
+        if after == "crashed" and s.alive:
+            diag = s.log.diagnosis
+            cause = f": {diag.summary}" if diag is not None else ""
+            return [Notice(at, "error", f"{s.name} crashed{cause}", server=s.name, host=s.meta.host)]
+        return []
+
+    def _log_error(self, ev: LogError) -> list[Notice]:
+        s = self.servers.get(ev.server)
+        if s is not None:
+            s.log_error = ev.message
+        return []
+
+    def _health(self, ev: HealthResult) -> list[Notice]:
+        s = self.servers.get(ev.server)
+        if s is None:
+            return []
+        before = s.phase
+        s.health, s.health_detail, s.health_at = ev.status, ev.detail, ev.at
+        if before != "ready" and s.phase == "ready" and s.log.phase != "ready":
+            return [Notice(ev.at, "info", f"{s.name} is ready", server=s.name, host=s.meta.host)]
+        return []
+
+    def _metrics(self, ev: MetricsSample) -> list[Notice]:
+        s = self.servers.get(ev.server)
+        if s is not None:
+            s.metrics, s.metrics_at = dict(ev.values), ev.at
+        return []
+
+    def _action(self, ev: ServerAction) -> list[Notice]:
+        s = self.servers.get(ev.server)
+        if s is not None:
+            s.last_action = f"{ev.action}: {ev.message}" if ev.message else ev.action
+            if ev.action == "stop" and ev.ok:
+                s.stopping = True
+        level = "info" if ev.ok else "error"
+        return [Notice(ev.at, level, f"{ev.server}: {ev.action}{' — ' + ev.message if ev.message else ''}",
+                       server=ev.server)]
+
+    def _notice(self, ev: Notice) -> list[Notice]:
+        return [ev]
+
+
+_HANDLERS = {
+    HostConnecting: FleetState._host_connecting,
+    HostUp: FleetState._host_up,
+    HostDown: FleetState._host_down,
+    GpuSample: FleetState._gpu_sample,
+    TelemetryError: FleetState._telemetry_error,
+    ProcessSample: FleetState._process_sample,
+    ServerSeen: FleetState._server_seen,
+    ServerGone: FleetState._server_gone,
+    ServerRemoved: FleetState._server_removed,
+    LogData: FleetState._log_data,
+    LogError: FleetState._log_error,
+    HealthResult: FleetState._health,
+    MetricsSample: FleetState._metrics,
+    ServerAction: FleetState._action,
+    Notice: FleetState._notice,
+}
