@@ -1,0 +1,278 @@
+"""SSH transport (asyncssh): one connection per host, commands and streams as channels, local port forwards.
+
+Honours ~/.ssh/config (or the files in $DFLASH_SSH_CONFIG, separated by os.pathsep), the agent, and
+known_hosts: the host's files (default ~/.ssh/known_hosts) together with the console's trust file.
+Host-key checking is never disabled; an unknown or changed key raises HostKeyError with the fingerprint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncssh
+
+from console.config import Host
+from console.transport.base import CommandHook, CommandResult, HostKeyError, TransportError
+from console.transport.trust import HostKeyInfo, describe_host_key, known_hosts_files
+
+SSH_CONFIG_ENV = "DFLASH_SSH_CONFIG"
+
+
+def ssh_config_paths() -> list[str] | tuple[()]:
+    """$DFLASH_SSH_CONFIG's files, else () so asyncssh reads ~/.ssh/config as OpenSSH would."""
+    env = os.environ.get(SSH_CONFIG_ENV)
+    if not env:
+        return ()
+    return [os.path.expanduser(p) for p in env.split(os.pathsep) if p]
+
+
+def _text(data: Any) -> str:
+    if data is None:
+        return ""
+    return data.decode("utf-8", errors="replace") if isinstance(data, bytes) else str(data)
+
+
+class SshStream:
+    """A remote process on its own channel; close() closes the channel, which ends `tail -F` (SIGPIPE)."""
+
+    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], release: Any) -> None:
+        self._proc = proc
+        self._release = release
+        self._released = False
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            while True:
+                data = await self._proc.stdout.read(65536)
+                if not data:
+                    return
+                yield data
+        except (asyncssh.Error, OSError):
+            return
+        finally:
+            if self._proc.exit_status is not None or self._proc.exit_signal is not None:
+                self._done()
+
+    async def close(self) -> None:
+        self._proc.close()
+        try:
+            await asyncio.wait_for(self._proc.wait_closed(), 5)
+        except (TimeoutError, asyncssh.Error, OSError):
+            pass
+        self._done()
+
+    def _done(self) -> None:
+        if not self._released:
+            self._released = True
+            self._release()
+
+    @property
+    def exit_status(self) -> int | None:
+        return self._proc.exit_status
+
+
+class SshTransport:
+    """One host's SSH link. Reconnect by calling connect() again after wait_closed() returns."""
+
+    def __init__(self, host_name: str, host: Host, *, on_command: CommandHook | None = None,
+                 connect_timeout: float = 10, keepalive_interval: float = 15, keepalive_count_max: int = 3) -> None:
+        self.host = host_name
+        self.config = host
+        self.on_command = on_command
+        self.connect_timeout = connect_timeout
+        self.keepalive_interval = keepalive_interval
+        self.keepalive_count_max = keepalive_count_max
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._forwards: dict[tuple[str, int], asyncssh.SSHListener] = {}
+        self._channels = 0
+
+    # -- connection ----------------------------------------------------------------------------
+
+    def connect_kwargs(self) -> dict[str, Any]:
+        """asyncssh options: hosts.toml fields override ~/.ssh/config; known_hosts always checked."""
+        h = self.config
+        kw: dict[str, Any] = {
+            "config": ssh_config_paths(),
+            "connect_timeout": self.connect_timeout,
+            "keepalive_interval": self.keepalive_interval,
+            "keepalive_count_max": self.keepalive_count_max,
+            "known_hosts": self._known_hosts(),
+        }
+        if h.port is not None:
+            kw["port"] = h.port
+        if h.user is not None:
+            kw["username"] = h.user
+        if h.identity is not None:
+            kw["client_keys"] = [os.path.expanduser(p) for p in h.identities()]
+        if h.proxy_jump is not None:
+            kw["tunnel"] = h.proxy_jump
+        return kw
+
+    def _known_hosts(self) -> asyncssh.SSHKnownHosts | bytes:
+        files = known_hosts_files(self.config)
+        if not files:
+            return b""  # nothing trusted yet: every key is unknown (never None, which disables checks)
+        from console.transport.trust import load_known_hosts
+
+        return load_known_hosts(files)
+
+    async def connect(self) -> None:
+        await self.close()
+        try:
+            conn = await asyncssh.connect(self.config.address, **self.connect_kwargs())
+        except asyncssh.HostKeyNotVerifiable as e:
+            raise await self._host_key_error(e) from None
+        except asyncssh.PermissionDenied as e:
+            raise TransportError(self.host, f"authentication failed ({e.reason}); check user and identity "
+                                 "in hosts.toml, ~/.ssh/config or the agent") from None
+        except TimeoutError:
+            raise TransportError(self.host, f"connect to {self.config.address} timed out after "
+                                 f"{self.connect_timeout:g}s") from None
+        except (OSError, asyncssh.Error) as e:
+            raise TransportError(self.host, f"cannot connect to {self.config.address}: {_describe(e)}") from None
+        self._conn = conn
+        self._forwards = {}
+        self._channels = 0
+
+    async def fetch_host_key(self) -> HostKeyInfo:
+        """Fetch the server's key WITHOUT trusting it, and compare it with the trusted keys."""
+        kw = self.connect_kwargs()
+        opts = await asyncssh.SSHClientConnectionOptions.construct(
+            host=self.config.address, port=kw.get("port", ()), config=kw["config"], known_hosts=kw["known_hosts"])
+        try:
+            key = await asyncssh.get_server_host_key(
+                self.config.address, kw.get("port", ()), tunnel=kw.get("tunnel", ()), config=kw["config"],
+                options=asyncssh.SSHClientConnectionOptions(connect_timeout=self.connect_timeout))
+        except TimeoutError:
+            raise TransportError(self.host, f"fetching the host key of {self.config.address} timed out") from None
+        except (OSError, asyncssh.Error) as e:
+            raise TransportError(self.host, f"cannot fetch the host key of {self.config.address}: {_describe(e)}") from None
+        if key is None:
+            raise TransportError(self.host, "the server presented no host key")
+        name = opts.host_key_alias or opts.host
+        peer = await _resolve(opts.host, opts.port)
+        return describe_host_key(self.host, key, name, opts.port, peer, known_hosts_files(self.config))
+
+    async def _host_key_error(self, err: asyncssh.HostKeyNotVerifiable) -> TransportError:
+        try:
+            info = await self.fetch_host_key()
+        except TransportError as e:
+            return TransportError(self.host, f"host key not verifiable ({err.reason}); and {e.message}")
+        files = ", ".join(known_hosts_files(self.config)) or "no known_hosts file"
+        if info.changed:
+            msg = (f"HOST KEY CHANGED for {info.pattern}: it now presents {info.key_type} {info.fingerprint}, "
+                   f"which does not match {files}. This could be a man-in-the-middle attack. If the host was "
+                   f"reinstalled, check the fingerprint out of band and run `dflash-console trust {self.host}`")
+        else:
+            msg = (f"unknown host key for {info.pattern}: {info.key_type} {info.fingerprint}. If this is the "
+                   f"right machine, run `dflash-console trust {self.host}`")
+        return HostKeyError(self.host, msg, info.fingerprint, key_line=info.key_line, changed=info.changed)
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        self._forwards = {}
+        if conn is not None:
+            conn.close()
+            try:
+                await asyncio.wait_for(conn.wait_closed(), 5)
+            except (TimeoutError, asyncssh.Error, OSError):
+                pass
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None and not self._conn.is_closed()
+
+    @property
+    def open_channels(self) -> int:
+        """Session channels open now (runs + streams); OpenSSH allows 10 per connection."""
+        return self._channels
+
+    async def wait_closed(self) -> None:
+        if self._conn is not None:
+            await self._conn.wait_closed()
+
+    def _require(self, command: str | None = None) -> asyncssh.SSHClientConnection:
+        if not self.connected:
+            raise TransportError(self.host, "not connected", command)
+        assert self._conn is not None
+        return self._conn
+
+    # -- channels ------------------------------------------------------------------------------
+
+    async def run(self, command: str, *, timeout: float | None = 30.0, input: str | None = None) -> CommandResult:
+        conn = self._require(command)
+        start = time.monotonic()
+        proc: asyncssh.SSHClientProcess[bytes] | None = None
+        self._channels += 1
+        try:
+            proc = await conn.create_process(command, input=None if input is None else input.encode(),
+                                             encoding=None)
+            done = await asyncio.wait_for(proc.wait(check=False), timeout)
+        except TimeoutError:
+            self._record(command, start, f"timed out after {timeout:g}s")
+            raise TransportError(self.host, f"timed out after {timeout:g}s", command) from None
+        except (OSError, asyncssh.Error) as e:
+            self._record(command, start, f"link lost: {_describe(e)}")
+            raise TransportError(self.host, f"link lost: {_describe(e)}", command) from None
+        finally:
+            self._channels -= 1
+            if proc is not None:
+                proc.close()
+        if done.exit_status is None and done.exit_signal is None:
+            self._record(command, start, "link lost before the command finished")
+            raise TransportError(self.host, "link lost before the command finished", command)
+        result = CommandResult(self.host, command, done.exit_status if done.exit_signal is None else None,
+                               _text(done.stdout), _text(done.stderr), time.monotonic() - start)
+        if self.on_command is not None:
+            self.on_command(result)
+        return result
+
+    def _record(self, command: str, start: float, error: str) -> None:
+        if self.on_command is not None:
+            self.on_command(CommandResult(self.host, command, None, "", error, time.monotonic() - start))
+
+    async def stream(self, command: str) -> SshStream:
+        conn = self._require(command)
+        self._channels += 1
+        try:
+            proc = await conn.create_process(command, encoding=None, stdin=asyncssh.DEVNULL, stderr=asyncssh.DEVNULL)
+        except (OSError, asyncssh.Error) as e:
+            self._channels -= 1
+            raise TransportError(self.host, f"cannot open a channel: {_describe(e)}", command) from None
+        return SshStream(proc, self._release_channel)
+
+    def _release_channel(self) -> None:
+        self._channels -= 1
+
+    async def forward_local(self, remote_host: str, remote_port: int) -> int:
+        conn = self._require()
+        key = (remote_host, remote_port)
+        listener = self._forwards.get(key)
+        if listener is None:
+            try:
+                listener = await conn.forward_local_port("127.0.0.1", 0, remote_host, remote_port)
+            except (OSError, asyncssh.Error) as e:
+                raise TransportError(self.host, f"cannot forward to {remote_host}:{remote_port}: {_describe(e)}") from None
+            self._forwards[key] = listener
+        return listener.get_port()
+
+
+async def _resolve(host: str, port: int) -> str:
+    """The IP known_hosts entries may also be written for (best effort; the name itself is enough)."""
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=0)
+    except OSError:
+        return host
+    return str(infos[0][4][0]) if infos else host
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, asyncssh.Error):
+        return e.reason or type(e).__name__
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    return str(e) or type(e).__name__
