@@ -258,8 +258,9 @@ def _known_keys(loc: tuple[Any, ...]) -> list[str]:
 def _validate(data: dict[str, Any], fname: str, loc: TomlLocator) -> list[ConfigIssue]:
     issues: list[ConfigIssue] = []
 
-    def add(path: tuple[Any, ...], message: str, severity: Literal["error", "warning"] = "error") -> None:
-        line, col = loc.find(path)
+    def add(path: tuple[Any, ...], message: str, severity: Literal["error", "warning"] = "error",
+            at_value: bool = False) -> None:
+        line, col = loc.find(path, value=at_value)
         issues.append(ConfigIssue(fname, line, col, _field_path(path), message, severity))
 
     if not data.get("hosts"):
@@ -282,7 +283,7 @@ def _validate(data: dict[str, Any], fname: str, loc: TomlLocator) -> list[Config
             else:
                 got = err.get("input")
                 shown = type(got).__name__ if not isinstance(got, (str, int, float, bool)) else repr(got)
-                add(path, f"{err['msg'].lower()} (got {shown})")
+                add(path, f"{err['msg'].lower()} (got {shown})", at_value=True)
     issues.extend(_cross_checks(data, add))
     issues.sort(key=lambda i: (i.line, i.column))
     return issues

@@ -17,6 +17,7 @@ class TomlLocator:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos: dict[tuple[Any, ...], tuple[int, int]] = {}
+        self.vpos: dict[tuple[Any, ...], tuple[int, int]] = {}
         self._i = 0
         self._line_starts = [0]
         for n, ch in enumerate(text):
@@ -27,8 +28,11 @@ class TomlLocator:
         except (IndexError, ValueError):
             pass  # best effort: positions found so far still serve
 
-    def find(self, path: tuple[Any, ...]) -> tuple[int, int]:
+    def find(self, path: tuple[Any, ...], value: bool = False) -> tuple[int, int]:
+        """Where `path`'s key starts (or its value, with value=True)."""
         p = tuple(path)
+        if value and p in self.vpos:
+            return self.vpos[p]
         while p:
             if p in self.pos:
                 return self.pos[p]
@@ -135,6 +139,7 @@ class TomlLocator:
 
     def _value(self, path: tuple[Any, ...]) -> None:
         self.pos.setdefault(path, self._lc(self._i))
+        self.vpos[path] = self._lc(self._i)
         ch = self._peek()
         if ch in "\"'":
             self._string()
