@@ -1,0 +1,3 @@
+"""Transport tests run against real sshd test hosts."""
+
+pytest_plugins = ["tests.fixtures.sshhosts"]
