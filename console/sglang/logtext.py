@@ -1,0 +1,237 @@
+"""Raw log bytes -> clean lines, and the small text helpers the parser uses (SGLang header, key: value).
+
+Splitting is chunking-invariant: any split of the same bytes gives the same lines. Lines end at
+`\\n`, `\\r` or `\\r\\n`; a partial line waits for its end; a line longer than `max_line` is cut
+there (the rest is dropped, never buffered), so a 1 MB line costs O(n) and bounded memory.
+"""
+
+from __future__ import annotations
+
+import calendar
+import codecs
+import re
+from dataclasses import dataclass
+
+MAX_LINE = 16_384
+"""Characters kept per line; the rest of a longer line is dropped."""
+
+_TERM = re.compile(r"\r\n|\r|\n")
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_CTRL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def clean_line(line: str) -> str:
+    """Strip ANSI escapes and control characters other than tab."""
+    if line.isprintable():
+        return line
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    return _CTRL.sub("", line)
+
+
+class LineSplitter:
+    """Incremental bytes/text -> complete cleaned lines."""
+
+    def __init__(self, max_line: int = MAX_LINE) -> None:
+        self.max_line = max_line
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._parts: list[str] = []
+        self._len = 0
+        self._overflow = False
+        self._after_cr = False
+        self.truncated_lines = 0
+
+    def feed(self, chunk: bytes | str) -> list[str]:
+        text = self._decoder.decode(chunk) if isinstance(chunk, (bytes, bytearray, memoryview)) else chunk
+        return self._split(text)
+
+    def close(self) -> list[str]:
+        """End of input: the partial line (if any) becomes a line."""
+        out = self._split(self._decoder.decode(b"", final=True))
+        if self._parts or self._overflow:
+            out.append(self._take())
+        return out
+
+    def _split(self, text: str) -> list[str]:
+        if not text:
+            return []
+        if self._after_cr and text[0] == "\n":
+            text = text[1:]
+        self._after_cr = False
+        if not text:
+            return []
+        out: list[str] = []
+        pos = 0
+        n = len(text)
+        if self._parts or self._overflow:
+            m = _TERM.search(text)
+            if m is None:
+                self._add(text)
+                return out
+            self._add(text[: m.start()])
+            out.append(self._take())
+            pos = m.end()
+            if m.group() == "\r" and pos == n:
+                self._after_cr = True
+        if pos < n:
+            pieces = _TERM.split(text[pos:] if pos else text)
+            tail = pieces.pop()
+            cap = self.max_line
+            for p in pieces:
+                if len(p) > cap:
+                    p = p[:cap]
+                    self.truncated_lines += 1
+                out.append(clean_line(p))
+            if text[-1] == "\r":
+                self._after_cr = True
+            if tail:
+                self._add(tail)
+        return out
+
+    def _add(self, s: str) -> None:
+        if self._overflow or not s:
+            return
+        room = self.max_line - self._len
+        if len(s) > room:
+            s = s[:room]
+            self._overflow = True
+        self._parts.append(s)
+        self._len += len(s)
+
+    def _take(self) -> str:
+        line = "".join(self._parts)
+        if self._overflow:
+            self.truncated_lines += 1
+        self._parts = []
+        self._len = 0
+        self._overflow = False
+        return clean_line(line)
+
+
+# --- the SGLang record header: "[2025-01-01 12:00:00(.123)( DP0)( PP0)( TP3)( EP1)] message" -------------
+
+_HDR = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?((?: [A-Z][A-Z_]*\d+)*)\] ?")
+_RANK = re.compile(r"([A-Z][A-Z_]*?)(\d+)")
+_DAY_CACHE: dict[tuple[int, int, int], int] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """The parsed `[ts ranks]` prefix of one record."""
+
+    ts: float
+    ranks: str
+    """The rank part as printed, e.g. "DP0 TP3" ("" for the main process or TP=1)."""
+    end: int
+    """Index in the line where the message starts."""
+
+
+def _epoch(y: int, mo: int, d: int, h: int, mi: int, s: int) -> int:
+    key = (y, mo, d)
+    day = _DAY_CACHE.get(key)
+    if day is None:
+        try:
+            day = calendar.timegm((y, mo, d, 0, 0, 0))
+        except (ValueError, OverflowError):
+            day = 0
+        if len(_DAY_CACHE) > 4096:
+            _DAY_CACHE.clear()
+        _DAY_CACHE[key] = day
+    return day + h * 3600 + mi * 60 + s
+
+
+_TS_CACHE: dict[str, float] = {}
+_RANKS_OK = re.compile(r"(?: [A-Z][A-Z_]*\d+)*")
+
+
+def parse_header(line: str) -> Header | None:
+    """Find SGLang's header at the start or after a docker/kubectl/compose prefix (first 160 chars)."""
+    if line[:1] == "[" and len(line) > 21 and line[5] == "-" and line[14] == ":" and line[20] in "].,: ":
+        close = line.find("]", 20, 120)
+        if close > 0:
+            key = line[1:20]
+            ts = _TS_CACHE.get(key)
+            if ts is None:
+                m = _HDR.match(line)
+                if m is None:
+                    return None
+                ts = float(_epoch(*(int(g) for g in m.groups()[:6])))
+                if len(_TS_CACHE) > 8192:
+                    _TS_CACHE.clear()
+                _TS_CACHE[key] = ts
+            inner = line[20:close]
+            if inner:
+                if inner[0] in ".,":
+                    sp = inner.find(" ")
+                    frac = inner[1:sp] if sp > 0 else inner[1:]
+                    if frac.isdigit():
+                        ts += int(frac) / 10 ** len(frac)
+                    inner = inner[sp:] if sp > 0 else ""
+                if inner and not _RANKS_OK.fullmatch(inner):
+                    return None
+            end = close + 2 if line[close + 1 : close + 2] == " " else close + 1
+            return Header(ts, inner.strip(), end)
+    m = _HDR.match(line) if line.startswith("[") else None
+    if m is None:
+        i = line.find("[", 0, 160)
+        while i >= 0 and m is None:
+            m = _HDR.match(line, i)
+            if m is None:
+                i = line.find("[", i + 1, 160)
+    if m is None:
+        return None
+    y, mo, d, h, mi, s, frac, ranks = m.groups()
+    ts = float(_epoch(int(y), int(mo), int(d), int(h), int(mi), int(s)))
+    if frac:
+        ts += int(frac) / 10 ** len(frac)
+    return Header(ts, ranks.strip() if ranks else "", m.end())
+
+
+def find_embedded_header(line: str, start: int = 1) -> int:
+    """Index of a header that starts inside a line (tqdm bar then a log record, no newline), or -1."""
+    i = line.find("[20", start)
+    while i >= 0:
+        if _HDR.match(line, i):
+            return i
+        i = line.find("[20", i + 1)
+    return -1
+
+
+def split_ranks(ranks: str) -> dict[str, int]:
+    """"DP1 PP0 TP3" -> {"DP": 1, "PP": 0, "TP": 3}."""
+    return {k: int(v) for k, v in _RANK.findall(ranks)}
+
+
+# --- "key: value" pairs of batch lines ---------------------------------------------------------------
+
+def parse_pairs(msg: str) -> dict[str, str]:
+    """`Decode batch, #running-req: 1, token usage: 0.05, cuda graph: True, ...` -> {key: value}.
+
+    Generic on purpose: hybrid SWA/Mamba pools and newer versions add keys the parser need not know.
+    """
+    out: dict[str, str] = {}
+    for part in msg.split(", "):
+        k, sep, v = part.rpartition(": ")
+        if sep:
+            k = k.rpartition(". ")[2] if ". " in k else k
+            out[k.strip()] = v.strip().rstrip(",")
+    return out
+
+
+def to_float(v: str | None) -> float | None:
+    if v is None:
+        return None
+    try:
+        return float(v.rstrip("%"))
+    except ValueError:
+        return None
+
+
+def to_int(v: str | None) -> int | None:
+    if v is None:
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        f = to_float(v)
+        return int(f) if f is not None else None
