@@ -1,0 +1,121 @@
+"""`dflash-console diagnose LOG...`: read SGLang logs offline and say what phase they reached and why they died."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from console.sglang.diagnose import Diagnosis, diagnose_text
+from console.sglang.logstate import LogSummary
+from console.sglang.phase import LABELS, STARTUP_PHASES
+
+MAX_BYTES = 256 * 1024 * 1024
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diagnose", help="parse SGLang log files: phase, progress, crash cause and fix hint")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="server log file(s)")
+    p.add_argument("--json", action="store_true", help="one JSON object per file (an array when several)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    results: list[dict[str, Any]] = []
+    unreadable = crashed = False
+    for name in args.logs:
+        try:
+            data = _read(Path(name))
+        except OSError as e:
+            unreadable = True
+            why = e.strerror or str(e)
+            print(f"error: cannot read {name}: {why}", file=sys.stderr)
+            results.append({"file": name, "error": f"cannot read: {why}"})
+            continue
+        summary, diag = diagnose_text(data)
+        crashed = crashed or summary.crashed
+        rec = to_record(name, summary, diag)
+        results.append(rec)
+        if not args.json:
+            print(render(rec, summary))
+    if args.json:
+        print(json.dumps(results[0] if len(args.logs) == 1 else results, indent=2))
+    if unreadable:
+        return 2
+    return 1 if crashed else 0
+
+
+def _read(path: Path) -> bytes:
+    if path.is_dir():
+        raise IsADirectoryError(21, "is a directory")
+    with path.open("rb") as f:
+        return f.read(MAX_BYTES)
+
+
+def to_record(name: str, s: LogSummary, d: Diagnosis | None) -> dict[str, Any]:
+    """The stable JSON shape (documented in the README)."""
+    f = s.facts
+    return {
+        "file": name,
+        "phase": s.phase.value,
+        "draft": s.draft,
+        "shards": {"done": s.shards.done, "total": s.shards.total} if s.shards else None,
+        "cuda_graphs": {"done": s.graphs.done, "total": s.graphs.total} if s.graphs else None,
+        "crashed": s.crashed,
+        "cause": d.cause if d else None,
+        "summary": d.summary if d else _ok_summary(s),
+        "hint": d.hint if d else None,
+        "error_line": d.error_line if d else None,
+        "gen_throughput": s.stats.gen_throughput,
+        "running_reqs": s.stats.running_reqs,
+        "queue_reqs": s.stats.queue_reqs,
+        "tp_size": s.tp_size,
+        "model_class": f.model_class,
+        "max_total_num_tokens": f.max_total_num_tokens,
+        "listen_url": f.listen_url,
+        "timeline": dict(s.timeline),
+        "cold_start_s": s.cold_start_s,
+        "lines": s.lines,
+    }
+
+
+def _ok_summary(s: LogSummary) -> str:
+    if s.stopped_reason:
+        return f"stopped: {s.stopped_reason}"
+    return f"{LABELS[s.phase]}{' (draft model)' if s.draft else ''}"
+
+
+def render(rec: dict[str, Any], s: LogSummary) -> str:
+    out = [f"{rec['file']}: {rec['phase']}{' (draft model)' if rec['draft'] else ''}"]
+    prog = []
+    if rec["shards"]:
+        prog.append(f"shards {rec['shards']['done']}/{rec['shards']['total']}")
+    if s.draft_shards:
+        prog.append(f"draft shards {s.draft_shards.done}/{s.draft_shards.total}")
+    if rec["cuda_graphs"]:
+        prog.append(f"cuda graphs {rec['cuda_graphs']['done']}/{rec['cuda_graphs']['total']}")
+    if prog:
+        out.append("  progress: " + ", ".join(prog))
+    facts = [f"{k} {v}" for k, v in (("model", rec["model_class"]), ("tp", rec["tp_size"]),
+                                     ("kv tokens", rec["max_total_num_tokens"]), ("url", rec["listen_url"])) if v]
+    if facts:
+        out.append("  facts: " + ", ".join(facts))
+    if rec["gen_throughput"] is not None:
+        out.append(f"  last gen throughput: {rec['gen_throughput']:.1f} tok/s (running {rec['running_reqs']}, queued {rec['queue_reqs']})")
+    if rec["crashed"]:
+        out.append(f"  cause: {rec['cause']}")
+        out.append(f"  summary: {rec['summary']}")
+        out.append(f"  hint: {rec['hint']}")
+        err = rec["error_line"] or ""
+        out.append(f"  error: {err[:240]}{'...' if len(err) > 240 else ''}")
+    elif rec["summary"]:
+        out.append(f"  summary: {rec['summary']}")
+    if rec["timeline"]:
+        order = [p.value for p in STARTUP_PHASES]
+        keys = sorted(rec["timeline"], key=lambda k: (order.index(k.removeprefix("draft_")) if k.removeprefix("draft_") in order else 99, k))
+        parts = [f"{k} {rec['timeline'][k]:.1f}s" for k in keys]
+        total = f" (cold start {rec['cold_start_s']:.1f}s)" if rec["cold_start_s"] is not None else ""
+        out.append("  timeline: " + ", ".join(parts) + total)
+    return "\n".join(out)
