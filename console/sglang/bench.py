@@ -141,12 +141,14 @@ class LoadGenerator:
         return json.dumps(d).encode()
 
     async def warmup(self) -> None:
-        """One request first (as bench_serving does); a 4xx naming ignore_eos turns it off for the sweep."""
+        """One request first (as bench_serving does); a 4xx naming ignore_eos turns it off; RuntimeError if it fails."""
         await self.discover_model()
         s = await self.request(self.body("warmup " * 8, ignore_eos=True))
         if not s.ok and s.error and s.error.startswith("HTTP 4") and "ignore_eos" in s.error:
             self.fixed_output_len = False
-            await self.request(self.body("warmup " * 8))
+            s = await self.request(self.body("warmup " * 8))
+        if not s.ok:
+            raise RuntimeError(f"warmup request to {self.base} failed: {s.error}")
 
     async def request(self, body: bytes) -> RequestSample:
         """One streaming chat request, timed: TTFT at the first content chunk, ITL between chunks."""

@@ -7,6 +7,7 @@ of `=`; labels are exact, numbers are ms for latencies. Extra 0.5.23 lines are k
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 
 from console.sglang.benchstats import LevelResult
@@ -94,3 +95,33 @@ def parse_summary(output: str) -> ServingSummary:
         hint = f": {' | '.join(tail)}" if tail else ""
         raise ValueError("no 'Serving Benchmark Result' summary in bench_serving output" + hint)
     return blocks[-1]
+
+
+def bench_serving_command(python: str, *, port: int, concurrency: int, num_prompts: int, input_len: int,
+                          output_len: int, output_file: str, tokenizer: str | None = None,
+                          env: dict[str, str] | None = None, read_key: bool = False,
+                          backend: str = "sglang") -> str:
+    """The remote shell command for one level: offline-safe `random-ids`, fixed lengths (ratio 1.0).
+
+    With read_key the API key is read from stdin into OPENAI_API_KEY, so it never shows in `ps`.
+    `python` may start with `~/` (expanded remotely as "$HOME").
+    """
+    py = _q(python)
+    argv = ["-m", "sglang.bench_serving", "--backend", backend, "--host", "127.0.0.1", "--port", str(port),
+            "--dataset-name", "random-ids", "--random-input-len", str(input_len),
+            "--random-output-len", str(output_len), "--random-range-ratio", "1.0",
+            "--num-prompts", str(num_prompts), "--max-concurrency", str(concurrency),
+            "--output-file", "@OUT@"]
+    if tokenizer:
+        argv += ["--tokenizer", tokenizer]
+    out_dir = output_file.rsplit("/", 1)[0] if "/" in output_file else "."
+    env_words = shlex.join([f"{k}={v}" for k, v in (env or {}).items()])
+    args = shlex.join(argv).replace("@OUT@", _q(output_file))
+    run = f"{'env ' + env_words + ' ' if env_words else ''}{py} {args}"
+    prefix = "IFS= read -r OPENAI_API_KEY; export OPENAI_API_KEY; " if read_key else ""
+    return f"{prefix}mkdir -p {_q(out_dir)} && {run} 2>&1"
+
+
+def _q(path: str) -> str:
+    """Shell-quote a remote path, keeping a leading `~/` meaningful."""
+    return ('"$HOME"/' + shlex.quote(path[2:])) if path.startswith("~/") else shlex.quote(path)

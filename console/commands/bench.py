@@ -1,0 +1,302 @@
+"""`dflash-console bench NAME`: a concurrency sweep against one server, saved and compared with the last run.
+
+NAME is a server/replica name (`PRESET@HOST:gpuN`), a preset (its first replica) or a URL. The
+built-in load generator (`console.sglang.bench`) runs here; `--engine sglang` runs SGLang's own
+`bench_serving` on the host through the fleet's transport. The BenchScreen reuses this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from console.sglang.bench import BenchSpec, LoadGenerator, append_record, load_records, make_record
+from console.sglang.bench_serving_parse import bench_serving_command, parse_summary
+from console.sglang.benchstats import (
+    LevelResult,
+    compare_levels,
+    default_num_prompts,
+    levels_of,
+    parse_concurrency,
+    previous_record,
+)
+
+DEFAULT_LEVELS = "1,32,64,128"
+
+
+@dataclass
+class BenchTarget:
+    """What a NAME resolved to: the server, its preset and host (none for a bare URL), and how to reach it."""
+
+    server: str
+    preset: str | None = None
+    host: str | None = None
+    port: int | None = None
+    url: str | None = None
+    gpus: tuple[int, ...] = ()
+    server_args: list[str] = field(default_factory=list)
+    gpu_model: str | None = None
+    api_key: str | None = None
+    python: str | None = None
+    model_path: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="concurrency sweep against one server (tok/s, TTFT, ITL, E2E), saved and compared")
+    p.add_argument("name", metavar="NAME", help="server/replica name, preset (its first replica), or http(s) URL")
+    p.add_argument("--concurrency", default=DEFAULT_LEVELS, metavar="LIST", help=f"levels (default {DEFAULT_LEVELS})")
+    p.add_argument("--input-len", type=int, default=1024, metavar="N", help="prompt length in tokens (default 1024)")
+    p.add_argument("--output-len", type=int, default=256, metavar="N", help="tokens per answer (default 256)")
+    p.add_argument("--num-prompts", type=int, metavar="N", help="requests per level (at least 5 x concurrency)")
+    p.add_argument("--engine", choices=("console", "sglang"), default="console",
+                   help="console: the built-in load generator; sglang: `python -m sglang.bench_serving` on the host")
+    p.add_argument("--model", help="the request's model field (default: /v1/models' first id)")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S", help="per-request timeout (default 600)")
+    p.add_argument("--no-save", action="store_true", help="do not append this run to bench.jsonl")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        levels = parse_concurrency(args.concurrency)
+    except ValueError as e:
+        print(f"error: --concurrency: {e}", file=sys.stderr)
+        return 2
+    if args.input_len < 1 or args.output_len < 1:
+        print("error: --input-len and --output-len must be >= 1", file=sys.stderr)
+        return 2
+    spec = BenchSpec(url="", concurrency=tuple(levels), input_len=args.input_len, output_len=args.output_len,
+                     num_prompts=args.num_prompts, model=args.model, timeout_s=args.timeout)
+    return asyncio.run(_main(args, spec))
+
+
+def is_url(name: str) -> bool:
+    return name.startswith(("http://", "https://"))
+
+
+async def _main(args: argparse.Namespace, spec: BenchSpec) -> int:
+    api = None
+    if is_url(args.name):
+        target = BenchTarget(server=args.name, url=args.name)
+        if args.engine == "sglang":
+            print("error: --engine sglang needs a server or preset name (it runs on the host)", file=sys.stderr)
+            return 2
+    else:
+        from console.config import load_fleet
+        from console.fleet.controller import FleetController
+
+        fleet = load_fleet(args.hosts)
+        api = FleetController(fleet, read_only=bool(getattr(args, "read_only", False)))
+        try:
+            target = await connect_target(api, args.name)
+        except LookupError as e:
+            await api.close()
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    try:
+        progress = _stderr_progress() if not args.json else None
+        if args.engine == "sglang":
+            assert api is not None
+            levels, info = await run_engine_sglang(api, target, spec, progress), {}
+            model, fixed = target.model_path or "", True
+        else:
+            async with LoadGenerator(replace(spec, url=target.url or "", api_key=target.api_key)) as g:
+                res = await g.sweep(progress)
+            levels, info, model, fixed = res.levels, res.server_info, res.model, res.fixed_output_len
+    except (OSError, RuntimeError, ValueError) as e:
+        print(f"error: bench failed: {e}", file=sys.stderr)
+        return 3
+    finally:
+        if api is not None:
+            await api.close()
+    record = make_record(server=target.server, preset=target.preset, url=target.url or "", engine=args.engine,
+                         levels=levels, spec=spec, server_args=target.server_args, gpu_model=target.gpu_model,
+                         server_info=info, fixed_output_len=fixed, model=model)
+    prev = previous_record(load_records(), target.preset, target.server, args.engine)
+    if not args.no_save:
+        append_record(record)
+    if args.json:
+        print(json.dumps({"server": target.server, "preset": target.preset,
+                          "levels": [lv.public() for lv in levels]}, indent=2))
+    else:
+        print(render_report(target, levels, prev, args.engine, fixed))
+    return 3 if levels and all(lv.errors == lv.requests for lv in levels) else 0
+
+
+# -- resolving NAME through the fleet ---------------------------------------------------------
+def resolve_name(fleet: Any, name: str, live: list[str] | None = None) -> tuple[str, str | None]:
+    """(server name, preset) for a replica name, a preset (first replica) or a live server; LookupError else."""
+    from console.sglang.command import all_replicas, expand_replicas
+
+    replicas = {r.name: r for r in all_replicas(fleet)}
+    if name in replicas:
+        return name, replicas[name].preset
+    if name in fleet.presets:
+        first = expand_replicas(name, fleet.presets[name])[0]
+        return first.name, name
+    for s in live or []:
+        if s == name:
+            return s, None
+    known = sorted(set(replicas) | set(fleet.presets) | set(live or []))
+    import difflib
+
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    hint = f"; did you mean '{near[0]}'?" if near else (f"; known: {', '.join(known[:8])}" if known else "")
+    raise LookupError(f"no server, replica or preset named '{name}'{hint}")
+
+
+async def wait_for_server(api: Any, name: str, timeout_s: float = 20.0) -> Any:
+    """The server's state once the controller has seen it alive; LookupError after timeout_s."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout_s
+    while True:
+        srv = api.state.servers.get(name)
+        if srv is not None and srv.alive:
+            return srv
+        if loop.time() > end:
+            raise LookupError(f"server '{name}' is not running (nothing seen on its host within {timeout_s:.0f} s)")
+        await asyncio.sleep(0.1)
+
+
+async def connect_target(api: Any, name: str, wait_s: float = 20.0) -> BenchTarget:
+    """Start the controller, resolve NAME, wait for the server and fill in URL, args, GPU model, key."""
+    await api.start()
+    fleet = api.fleet
+    try:
+        server, preset = resolve_name(fleet, name)
+    except LookupError:
+        await asyncio.sleep(min(wait_s, 3.0))
+        server, preset = resolve_name(fleet, name, list(api.state.servers))
+    srv = await wait_for_server(api, server, wait_s)
+    return await target_from_state(api, server, preset or srv.meta.preset, srv)
+
+
+async def target_from_state(api: Any, server: str, preset: str | None, srv: Any) -> BenchTarget:
+    """A BenchTarget from a live ServerState (used by the CLI and the BenchScreen)."""
+    fleet = api.fleet
+    meta = srv.meta
+    host = fleet.hosts.get(meta.host)
+    p = fleet.presets.get(preset) if preset else None
+    key_env = api.api_key_env(server)
+    gpu_names = []
+    hs = api.state.hosts.get(meta.host)
+    if hs is not None:
+        gpu_names = [hs.gpus[g].reading.name for g in meta.gpus if g in hs.gpus and hs.gpus[g].reading.name]
+    argv = list(meta.argv)
+    if "-m" in argv:
+        argv = argv[argv.index("-m") + 2:]
+    elif p is not None:
+        argv = ["--tp-size", str(len(meta.gpus)), *p.args]
+    env = dict(host.env) if host is not None else {}
+    if p is not None:
+        env.update(p.env)
+    return BenchTarget(
+        server=server, preset=preset, host=meta.host, port=meta.port, url=await api.server_url(server),
+        gpus=tuple(meta.gpus), server_args=argv,
+        gpu_model=(f"{len(gpu_names)}x {gpu_names[0]}" if len(set(gpu_names)) == 1 else ", ".join(gpu_names)) or None,
+        api_key=os.environ.get(key_env) if key_env else None,
+        python=(p.python if p is not None and p.python else host.python if host is not None else None),
+        model_path=p.model if p is not None else None, env=env)
+
+
+# -- --engine sglang ----------------------------------------------------------------------------
+async def run_engine_sglang(api: Any, target: BenchTarget, spec: BenchSpec,
+                            progress: Callable[[int, int, int], None] | None = None) -> list[LevelResult]:
+    """One `python -m sglang.bench_serving` per level on the server's host, parsed from its summary."""
+    if target.host is None or target.port is None or not target.python:
+        raise ValueError(f"{target.server}: host, port or interpreter unknown; cannot run bench_serving there")
+    run_cmd = remote_runner(api, target.host)
+    host = api.fleet.hosts[target.host]
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out: list[LevelResult] = []
+    for c in spec.concurrency:
+        n = default_num_prompts(c, spec.num_prompts)
+        if progress is not None:
+            progress(c, 0, n)
+        cmd = bench_serving_command(
+            target.python, port=target.port, concurrency=c, num_prompts=n, input_len=spec.input_len,
+            output_len=spec.output_len, tokenizer=target.model_path, env=target.env, read_key=bool(target.api_key),
+            output_file=f"{host.run_dir.rstrip('/')}/bench/{stamp}-c{c}.jsonl")
+        res = await run_cmd(cmd, spec.timeout_s * 4, (target.api_key + "\n") if target.api_key else None)
+        try:
+            lv = parse_summary(res.stdout + res.stderr).to_level(num_prompts=n, concurrency=c)
+        except ValueError as e:
+            raise RuntimeError(f"bench_serving on {target.host} (exit {res.exit_status}): {e}") from None
+        out.append(lv)
+        if progress is not None:
+            progress(c, n, n)
+    return out
+
+
+def remote_runner(api: Any, host: str) -> Callable[..., Any]:
+    """`run(command, timeout, input)` on the host through the controller's transport for it."""
+    link = getattr(api, "links", {}).get(host) if isinstance(getattr(api, "links", None), dict) else None
+    transport = getattr(link, "transport", None) if link is not None else None
+    if transport is None and hasattr(api, "transport"):
+        transport = api.transport(host)
+    if transport is None:
+        raise RuntimeError(f"no transport to host {host} from the fleet controller")
+
+    async def run_cmd(command: str, timeout: float, input: str | None) -> Any:
+        return await transport.run(command, timeout=timeout, input=input)
+
+    return run_cmd
+
+
+# -- output ----------------------------------------------------------------------------------------
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v * 1000:.0f}" if v >= 0.1 else f"{v * 1000:.1f}"
+
+
+def _s(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def render_table(levels: list[LevelResult]) -> str:
+    """The results table: one row per concurrency level; TTFT/ITL in ms, E2E in s, as p50/p99."""
+    head = ("C", "requests", "out tok/s", "req/s", "TTFT ms p50/p99", "ITL ms p50/p99", "E2E s p50/p99", "errors")
+    rows = [head] + [(
+        str(lv.concurrency), str(lv.requests), f"{lv.output_throughput_tok_s:,.0f}", f"{lv.request_throughput_rps:.2f}",
+        f"{_ms(lv.ttft_p50_s)}/{_ms(lv.ttft_p99_s)}", f"{_ms(lv.itl_p50_s)}/{_ms(lv.itl_p99_s)}",
+        f"{_s(lv.e2e_p50_s)}/{_s(lv.e2e_p99_s)}", str(lv.errors)) for lv in levels]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
+
+
+def render_report(target: BenchTarget, levels: list[LevelResult], prev: dict[str, Any] | None,
+                  engine: str = "console", fixed: bool = True) -> str:
+    """Title, table, comparison with the previous run of the same preset, and error examples."""
+    what = f"{target.server}" + (f" (preset {target.preset})" if target.preset and target.preset not in target.server else "")
+    lines = [f"bench {what} via {engine}" + (f" on {target.gpu_model}" if target.gpu_model else ""), render_table(levels)]
+    if not fixed:
+        lines.append("note: the server rejected ignore_eos, so answers may be shorter than --output-len")
+    if prev is not None:
+        deltas = compare_levels(levels, levels_of(prev))
+        if deltas:
+            lines.append(f"vs previous run ({prev.get('time', '?')}): " + ", ".join(deltas))
+    for lv in levels:
+        for e in lv.error_examples:
+            lines.append(f"C={lv.concurrency} error: {e}")
+    return "\n".join(lines)
+
+
+def _stderr_progress() -> Callable[[int, int, int], None] | None:
+    """A one-line progress on a terminal's stderr; None when stderr is not a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(c: int, done: int, total: int) -> None:
+        end = "\n" if done >= total else ""
+        sys.stderr.write(f"\rC={c:<4} {done}/{total} requests" + end)
+        sys.stderr.flush()
+
+    return show
