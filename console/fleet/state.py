@@ -257,7 +257,7 @@ class FleetState:
         if s is None or not s.alive:
             return []
         s.alive, s.ended_at, s.exit_status, s.signal = False, ev.at, ev.exit_status, ev.signal
-        s.log.finish(ev.exit_status, ev.signal)
+        s.log.finish(ev.exit_status, ev.signal, stop_requested=s.stopping)
         if s.stopping:
             return [Notice(ev.at, "info", f"{s.name} stopped", server=s.name, host=s.meta.host)]
         diag = s.log.diagnosis
