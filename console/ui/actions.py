@@ -1,0 +1,134 @@
+"""The console's actions (launch, relaunch, stop, probe, chat, reconnect) run as App workers, refused in read-only mode."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+
+from console.ui.messages import ActionDone
+
+if TYPE_CHECKING:
+    from console.ui.app import DflashApp
+
+MUTATING = frozenset({"launch", "relaunch", "stop", "reconnect", "crash", "bench"})
+"""Actions --read-only hides from footer and palette and refuses if invoked anyway."""
+
+
+class ActionsMixin:
+    """Mixed into DflashApp: every remote action goes through here, in a worker owned by the App."""
+
+    def refuse_if_read_only(self: DflashApp, action: str) -> bool:
+        """True (and a toast) when read-only forbids the action."""
+        if self.read_only and action in MUTATING:
+            self.notify(f"read-only: {action} is disabled", severity="warning", markup=False)
+            return True
+        return False
+
+    def _run(self: DflashApp, action: str, target: str, fn: Callable[[], Awaitable[tuple[bool, str]]]) -> None:
+        """Runs one action in a named worker and reports it as ActionDone + toast."""
+
+        async def job() -> None:
+            try:
+                ok, message = await fn()
+            except Exception as e:
+                ok, message = False, f"{type(e).__name__}: {e}"
+            self.post_message(ActionDone(action, target, ok, message))
+
+        self.run_worker(job(), group=f"{action}:{target}", name=f"{action}:{target}", exclusive=True,
+                        exit_on_error=False, description=f"{action} {target}")
+
+    def on_action_done(self: DflashApp, msg: ActionDone) -> None:
+        sev = "information" if msg.ok else "error"
+        self.notify(msg.message or f"{msg.action} {msg.target}: {'ok' if msg.ok else 'failed'}",
+                    title=f"{msg.action} {msg.target}", severity=sev, markup=False)
+
+    # -- the verbs ---------------------------------------------------------------------------
+    def start_launch(self: DflashApp, preset: str, gpus: list[int] | None) -> None:
+        if self.refuse_if_read_only("launch") or self.api is None:
+            return
+        api = self.api
+
+        async def go() -> tuple[bool, str]:
+            out = await api.launch(preset, gpus)
+            return out.ok, out.message
+
+        self._run("launch", preset, go)
+
+    def request_relaunch(self: DflashApp, name: str | None) -> None:
+        if name is None or self.refuse_if_read_only("relaunch") or self.api is None:
+            return
+        api = self.api
+        srv = self.state.servers.get(name)
+
+        async def go() -> tuple[bool, str]:
+            out = await api.restart(name)
+            return out.ok, out.message
+
+        if srv is not None and srv.alive:
+            self.confirm(Text.assemble("Relaunch ", (name, "bold"), "? It is running and will be stopped first."),
+                         lambda: self._run("relaunch", name, go))
+        else:
+            self._run("relaunch", name, go)
+
+    def request_stop(self: DflashApp, name: str | None) -> None:
+        if name is None or self.refuse_if_read_only("stop") or self.api is None:
+            return
+        api = self.api
+
+        async def go() -> tuple[bool, str]:
+            out = await api.stop_server(name)
+            return out.ok, out.message
+
+        self.confirm(Text.assemble("Stop ", (name, "bold"), "? Its GPUs will be freed."),
+                     lambda: self._run("stop", name, go))
+
+    def request_reconnect(self: DflashApp, host: str | None) -> None:
+        if host is None or self.refuse_if_read_only("reconnect") or self.api is None:
+            return
+        api = self.api
+
+        async def go() -> tuple[bool, str]:
+            await api.reconnect(host)
+            return True, f"reconnecting {host}"
+
+        self._run("reconnect", host, go)
+
+    def request_probe(self: DflashApp, name: str | None) -> None:
+        if name is None or self.api is None:
+            return
+        api, backend = self.api, self.backend
+
+        async def go() -> tuple[bool, str]:
+            url = await api.server_url(name)
+            report = await backend.probe(url, self.api_key_for(name))
+            self.last_probe = report
+            return report.ok, report.summary
+
+        self._run("probe", name, go)
+
+    def request_bench(self: DflashApp, name: str | None) -> None:
+        """Hook for the bench issue: `bench_runner(app, server)` is called when one is installed."""
+        if name is None or self.refuse_if_read_only("bench"):
+            return
+        if self.bench_runner is None:
+            self.notify("bench is not available in this build", severity="warning", markup=False)
+            return
+        self.bench_runner(self, name)
+
+    def api_key_for(self: DflashApp, name: str) -> str | None:
+        """The API key from the env var the preset names; read here, never shown."""
+        env = self.api.api_key_env(name) if self.api is not None else None
+        return os.environ.get(env) if env else None
+
+    def confirm(self: DflashApp, question: Text, then: Callable[[], Any]) -> None:
+        """Asks yes/no in a modal and runs `then` on yes."""
+        from console.ui.screens.dialogs import ConfirmScreen
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                then()
+
+        self.push_screen(ConfirmScreen(question), done)

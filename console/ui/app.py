@@ -1,0 +1,255 @@
+"""DflashApp: the Textual front end; it renders FleetState from a FleetApi and sends it actions, nothing else."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from console.config import Fleet
+from console.fleet.api import FleetApi
+from console.fleet.events import Event, Notice
+from console.fleet.state import FleetState, ServerState
+from console.ui.actions import MUTATING, ActionsMixin
+from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
+from console.ui.messages import FleetChanged
+from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
+
+ApiFactory = Callable[[], Awaitable[FleetApi]]
+
+
+class DflashApp(ActionsMixin, App[int]):
+    """The console: fleet screen first; server, launch, chat and help screens on top."""
+
+    TITLE = "dflash-console"
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="quit", tooltip="Close the console; servers keep running."),
+        Binding("question_mark", "help", "Help", id="help", tooltip="Every key, with its keymap id."),
+        Binding("t", "change_theme", "Theme", id="theme", show=False, tooltip="Pick a theme."),
+    ]
+
+    def __init__(self, api: FleetApi | None = None, *, api_factory: ApiFactory | None = None,
+                 fleet: Fleet | None = None, read_only: bool = False, theme: str | None = None,
+                 clock: Callable[[], float] = time.time, backend: ChatBackend | None = None,
+                 demo: Any = None, start_api: bool = True, bell: bool | None = None) -> None:
+        super().__init__()
+        self.api: FleetApi | None = api
+        self._api_factory = api_factory
+        self.fleet = fleet if fleet is not None else getattr(api, "fleet", None) or Fleet()
+        self.read_only = read_only or bool(getattr(api, "read_only", False))
+        self.clock = clock
+        self.backend: ChatBackend = backend or SglangBackend()
+        self.demo = demo
+        """The demo's sim handle (crash injection, cleanup) when run with --demo."""
+        self.start_api = start_api
+        self.bell_on_error = self.fleet.console.bell if bell is None else bell
+        self.bench_runner: Callable[[DflashApp, str], None] | None = None
+        """Installed by the bench feature; `b` calls it with the selected server."""
+        self.last_probe: ProbeReport | None = None
+        self.status_line = "" if api is not None else "connecting…"
+        self._empty = FleetState()
+        self._seen_version = -1
+        loaded = load_themes()
+        self.theme_problems = loaded.problems
+        for t in loaded.themes:
+            self.register_theme(t)
+        self._wanted_theme = theme or self.fleet.console.theme or DEFAULT_THEME
+        if self.fleet.keymap:
+            self.set_keymap(dict(self.fleet.keymap))
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def state(self) -> FleetState:
+        return self.api.state if self.api is not None else self._empty
+
+    def now(self) -> float:
+        return self.clock()
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(SEMANTIC_DEFAULTS)
+
+    def on_mount(self) -> None:
+        if self._wanted_theme in self.available_themes:
+            self.theme = self._wanted_theme
+        else:
+            self.theme = DEFAULT_THEME
+            self.notify(f"unknown theme {self._wanted_theme!r}; using {DEFAULT_THEME}", severity="warning",
+                        markup=False)
+        for p in self.theme_problems:
+            self.notify(p, title="theme not loaded", severity="warning", markup=False)
+        from console.ui.screens.fleet import FleetScreen
+
+        self.push_screen(FleetScreen())
+        self.set_interval(0.5, self._tick)
+        if self.start_api:
+            self.run_worker(self._start_api(), name="api-start", group="api", exit_on_error=False,
+                            description="connecting the fleet")
+
+    async def _start_api(self) -> None:
+        if self.api is None and self._api_factory is not None:
+            self.api = await self._api_factory()
+            self.fleet = self.api.fleet
+            self.read_only = self.read_only or self.api.read_only
+        if self.api is None:
+            return
+        self.api.subscribe(self._on_events)
+        await self.api.start()
+        self.status_line = ""
+        self.post_message(FleetChanged())
+
+    def _on_events(self, events: list[Event], notices: list[Notice]) -> None:
+        """Controller listener (on the loop): repaint once per batch, toast the notices."""
+        self.post_message(FleetChanged())
+        for n in notices:
+            self.toast(n)
+
+    def toast(self, n: Notice) -> None:
+        sev = {"info": "information", "warning": "warning", "error": "error"}[n.level]
+        self.notify(n.message, severity=sev, markup=False, timeout=8 if n.level == "error" else 4)
+        if n.level == "error" and self.bell_on_error:
+            self.bell()
+
+    def on_fleet_changed(self, _msg: FleetChanged) -> None:
+        self._sync_screens()
+
+    def _tick(self) -> None:
+        """Ages tick even when nothing arrives, so stale numbers are shown as stale."""
+        self._sync_screens()
+
+    def _sync_screens(self) -> None:
+        for screen in self.screen_stack:
+            sync = getattr(screen, "sync", None)
+            if sync is not None:
+                sync()
+
+    # -- selection -----------------------------------------------------------------------
+    def selected_server(self) -> ServerState | None:
+        """The server of the screen on top (server/chat screen), else of the selected GPU."""
+        for screen in reversed(self.screen_stack):
+            fn = getattr(screen, "current_server", None)
+            if fn is not None:
+                return fn()
+        return None
+
+    def selected_host(self) -> str | None:
+        for screen in reversed(self.screen_stack):
+            fn = getattr(screen, "current_host", None)
+            if fn is not None:
+                return fn()
+        return None
+
+    # -- screens -------------------------------------------------------------------------
+    def action_help(self) -> None:
+        from console.ui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def open_server(self, name: str | None) -> None:
+        if name is None or name not in self.state.servers:
+            return
+        from console.ui.screens.server import ServerScreen
+
+        self.push_screen(ServerScreen(name))
+
+    def open_chat(self, name: str | None) -> None:
+        from console.ui.screens.chat import ChatScreen
+
+        self.push_screen(ChatScreen(name))
+
+    def open_launch(self, host: str | None, gpus: list[int]) -> None:
+        if host is None or self.refuse_if_read_only("launch"):
+            return
+        from console.ui.screens.launch import LaunchScreen
+
+        self.push_screen(LaunchScreen(host, gpus))
+
+    # -- palette -------------------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        srv = self.selected_server()
+        host = self.selected_host()
+        name = srv.name if srv else None
+        cmds = [
+            ("server: details", "Open the selected server's log, timeline and command",
+             lambda: self.open_server(name), srv is not None, "details"),
+            ("server: relaunch", "Relaunch the selected server's preset", lambda: self.request_relaunch(name),
+             srv is not None and bool(srv.meta.preset), "relaunch"),
+            ("server: stop", "Stop the selected server", lambda: self.request_stop(name),
+             srv is not None and srv.alive, "stop"),
+            ("server: probe", "Health, model info and a short generation", lambda: self.request_probe(name),
+             srv is not None, "probe"),
+            ("server: chat", "Chat with the selected server", lambda: self.open_chat(name), True, "chat"),
+            ("server: bench", "Concurrency sweep (when available)", lambda: self.request_bench(name),
+             srv is not None and self.bench_runner is not None, "bench"),
+            ("host: reconnect", "Drop and re-open the selected host's link", lambda: self.request_reconnect(host),
+             host is not None, "reconnect"),
+            ("host: launch", "Launch a preset on the selected host", lambda: self._palette_launch(), host is not None,
+             "launch"),
+            ("view: help", "Every key and its keymap id", self.action_help, True, "help"),
+        ]
+        if self.demo is not None:
+            cmds.append(("sim: crash server", "Kill the selected sim server the way a real crash would",
+                         lambda: self.demo_crash(name), srv is not None and srv.alive, "crash"))
+        for title, help_text, cb, ok, action in cmds:
+            if ok and not (self.read_only and action in MUTATING):
+                yield SystemCommand(title, help_text, cb)
+
+    def _palette_launch(self) -> None:
+        launch = getattr(self.screen, "action_launch", None)
+        if launch is not None:
+            launch()
+        else:
+            self.open_launch(self.selected_host(), [])
+
+    def demo_crash(self, name: str | None) -> None:
+        """Demo only: ask the sim to crash a server (`sim: crash server`)."""
+        if name is None or self.demo is None or self.refuse_if_read_only("crash"):
+            return
+        demo = self.demo
+
+        async def go() -> tuple[bool, str]:
+            await demo.crash(name)
+            return True, f"sim: crashing {name}"
+
+        self._run("crash", name, go)
+
+    # -- workers, exit -------------------------------------------------------------------
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Worker failures are reported here, once, instead of killing the app."""
+        w = event.worker
+        if event.state == WorkerState.ERROR and w.error is not None:
+            self.status_line = f"{w.description or w.name}: {w.error}"
+            self.notify(f"{w.description or w.name}: {type(w.error).__name__}: {w.error}", severity="error",
+                        markup=False, timeout=10)
+
+    async def on_unmount(self) -> None:
+        if self.api is not None and self.start_api:
+            try:
+                await self.api.close()
+            except Exception:
+                pass
+
+
+def run_app(args: argparse.Namespace) -> int:
+    """Entry from `dflash-console`: the real fleet from hosts.toml, or a temporary sim fleet with --demo."""
+    if getattr(args, "demo", False):
+        from console.ui.demo import run_demo
+
+        return run_demo(args)
+    from console.config import load_fleet
+    from console.fleet.controller import FleetController
+
+    fleet = load_fleet(args.hosts)
+    api = FleetController(fleet, read_only=bool(args.read_only))
+    app = DflashApp(api, fleet=fleet, read_only=bool(args.read_only), theme=args.theme)
+    app.run()
+    return int(app.return_code or 0)

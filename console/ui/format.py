@@ -1,0 +1,123 @@
+"""Pure text helpers for the screens (sizes, ages, bars, sparklines, sanitising) so widgets stay thin and testable."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+_ANSI = re.compile(r"\x1b(\[[0-9;?<=>!]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+PHASE_WORDS = {
+    "launching": "launching",
+    "loading_weights": "loading weights",
+    "kv_cache": "KV cache",
+    "cuda_graph": "CUDA graphs",
+    "warming": "warming up",
+    "ready": "ready",
+    "serving": "serving",
+    "crashed": "crashed",
+    "stopped": "stopped",
+}
+STARTING = ("launching", "loading_weights", "kv_cache", "cuda_graph", "warming")
+
+
+def clean(text: str, limit: int | None = None) -> str:
+    """Strips ANSI escapes and control characters from untrusted text (tabs become spaces)."""
+    text = _ANSI.sub("", text.replace("\t", "    "))
+    text = _CTRL.sub("�", text)
+    return text if limit is None or len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def gib(mib: int | float | None) -> str:
+    """`41.2` GiB from MiB, `?` when unknown."""
+    return "?" if mib is None else f"{mib / 1024:.1f}"
+
+
+def mem_pair(used: int | None, total: int | None) -> str:
+    """`41.2/48.0 GiB`: the unit VRAM is thought of in."""
+    return f"{gib(used)}/{gib(total)} GiB"
+
+
+def age(seconds: float | None) -> str:
+    """`14 s`, `3 min`, `2 h`: how old a number is."""
+    if seconds is None:
+        return "never"
+    if seconds < 90:
+        return f"{int(seconds)} s"
+    if seconds < 5400:
+        return f"{int(seconds // 60)} min"
+    return f"{int(seconds // 3600)} h"
+
+
+def duration(seconds: float | None) -> str:
+    """`12.3 s`, `4m05s` for timeline rows."""
+    if seconds is None:
+        return "—"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    m, s = divmod(round(seconds), 60)
+    return f"{m}m{s:02d}s"
+
+
+def bar(fraction: float | None, width: int) -> tuple[str, str]:
+    """A horizontal bar split into (filled, empty) strings so callers can style each half."""
+    if width <= 0:
+        return "", ""
+    f = 0.0 if fraction is None or math.isnan(fraction) else min(1.0, max(0.0, fraction))
+    n = round(f * width)
+    return "█" * n, "░" * (width - n)
+
+
+def nice_ceiling(value: float) -> float:
+    """The next 1/2/5×10^k at or above value, so a sparkline's top is a round number."""
+    if value <= 0:
+        return 1.0
+    exp = 10 ** math.floor(math.log10(value))
+    for m in (1, 2, 5, 10):
+        if value <= m * exp:
+            return float(m * exp)
+    return float(10 * exp)
+
+
+def sparkline(values: Iterable[float], width: int, top: float | None = None, floor_top: float = 100.0) -> str:
+    """Zero-anchored fixed-range sparkline: 0 is the bottom block, `top` (or a round ceiling) the top."""
+    vals = [v for v in values if v is not None and not math.isnan(v)][-width:] if width > 0 else []
+    if not vals:
+        return " " * max(0, width)
+    hi = top if top is not None else nice_ceiling(max(max(vals), floor_top))
+    out = []
+    for v in vals:
+        f = min(1.0, max(0.0, v / hi)) if hi > 0 else 0.0
+        out.append(BLOCKS[min(len(BLOCKS) - 1, int(f * (len(BLOCKS) - 1) + 0.5))])
+    return "".join(out).rjust(width)
+
+
+def gpu_span(gpus: Iterable[int]) -> str:
+    """`0-3` for a contiguous TP group, `0,2` otherwise."""
+    g = sorted(gpus)
+    if not g:
+        return ""
+    if len(g) > 1 and g == list(range(g[0], g[-1] + 1)):
+        return f"{g[0]}-{g[-1]}"
+    return ",".join(str(x) for x in g)
+
+
+def rate(v: float | None) -> str:
+    """Tokens/s, compact."""
+    if v is None:
+        return "—"
+    return f"{v / 1000:.1f}k" if v >= 10_000 else f"{v:.0f}"
+
+
+def short_gpu_name(name: str) -> str:
+    """Drops the vendor prefix nvidia-smi prints (`NVIDIA RTX A6000` -> `RTX A6000`)."""
+    name = clean(name)
+    for p in ("NVIDIA ", "Tesla "):
+        if name.startswith(p):
+            name = name[len(p):]
+    for long, short in ((" Workstation Edition", " WS"), (" Server Edition", " SE")):
+        name = name.replace(long, short)
+    return name

@@ -1,0 +1,1 @@
+"""Screens of the console: fleet, server, launch, chat, help and the small dialogs."""

@@ -1,0 +1,78 @@
+"""Loads Textual themes from TOML files (the repo's themes/ and the user's themes folder) so colours live in data."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual.theme import Theme
+
+from console.config import user_config_dir
+
+BUILTIN_DIR = Path(__file__).resolve().parents[2] / "themes"
+DEFAULT_THEME = "dflash-dark"
+
+SEMANTIC_DEFAULTS: dict[str, str] = {
+    "phase-ready": "#5FD787",
+    "phase-serving": "#87FFAF",
+    "phase-starting": "#FFD75F",
+    "phase-crashed": "#FF5F5F",
+    "phase-stopped": "#808080",
+    "gpu-hot": "#FF5F5F",
+    "gpu-warm": "#FFAF5F",
+    "host-down": "#FF5F5F",
+    "stale": "#6C6C6C",
+    "external": "#AF87FF",
+    "vram-bar": "#5FAFD7",
+}
+"""Semantic colours every theme may override in its [variables] table; also the CSS defaults."""
+
+_FIELDS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground", "background",
+           "surface", "panel", "boost")
+
+
+@dataclass
+class ThemeLoad:
+    """Result of scanning theme folders: the themes that parsed and one line per file that did not."""
+
+    themes: list[Theme] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def theme_from_toml(text: str, fallback_name: str) -> Theme:
+    """Builds a Theme from a TOML document; raises ValueError with a readable reason."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(str(e)) from e
+    if "primary" not in data:
+        raise ValueError("missing required key 'primary'")
+    unknown = set(data) - {*_FIELDS, "name", "dark", "variables"}
+    if unknown:
+        raise ValueError(f"unknown keys: {', '.join(sorted(unknown))}")
+    variables = data.get("variables", {})
+    if not isinstance(variables, dict) or not all(isinstance(v, str) for v in variables.values()):
+        raise ValueError("[variables] must map names to colour strings")
+    kwargs = {k: str(data[k]) for k in _FIELDS if k in data}
+    return Theme(name=str(data.get("name", fallback_name)), dark=bool(data.get("dark", True)),
+                 variables={**SEMANTIC_DEFAULTS, **variables}, **kwargs)
+
+
+def theme_dirs() -> list[Path]:
+    """Built-in themes first, so a user file with the same name overrides one."""
+    return [BUILTIN_DIR, user_config_dir() / "themes"]
+
+
+def load_themes(dirs: list[Path] | None = None) -> ThemeLoad:
+    """Reads every *.toml theme in the folders, collecting failures instead of raising."""
+    out = ThemeLoad()
+    for d in dirs if dirs is not None else theme_dirs():
+        if not d.is_dir():
+            continue
+        for path in sorted(d.glob("*.toml")):
+            try:
+                out.themes.append(theme_from_toml(path.read_text(encoding="utf-8"), path.stem))
+            except (OSError, ValueError) as e:
+                out.problems.append(f"{path}: {e}")
+    return out

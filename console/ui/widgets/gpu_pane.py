@@ -1,0 +1,247 @@
+"""GpuPane: one GPU's box on the fleet screen, drawn from FleetState so nothing it shows is parsed here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.color import Color
+from textual.content import Content
+from textual.message import Message
+from textual.widget import Widget
+
+from console.fleet.state import FleetState, GpuState, HostState, ServerState
+from console.ui import format as fmt
+from console.ui.themes import SEMANTIC_DEFAULTS
+
+HOT_C = 80
+WARM_C = 70
+
+
+def colours(widget: Widget) -> dict[str, str]:
+    """The theme's semantic colours, with defaults before the first CSS pass."""
+    try:
+        tv = widget.app.theme_variables
+    except Exception:
+        tv = {}
+    fg, bg = tv.get("foreground", "#D0D0D0"), tv.get("background", "#121417")
+    try:
+        dim = Color.parse(bg).blend(Color.parse(fg), 0.55).hex
+    except Exception:
+        dim = "#808080"
+    return {k: tv.get(k, v) for k, v in SEMANTIC_DEFAULTS.items()} | {"dim": dim, "fg": fg}
+
+
+def phase_style(phase: str, c: dict[str, str]) -> str:
+    """Colour of a phase word: green ready, red crashed, amber starting."""
+    if phase == "ready":
+        return c["phase-ready"]
+    if phase == "serving":
+        return c["phase-serving"]
+    if phase == "crashed":
+        return c["phase-crashed"]
+    if phase == "stopped":
+        return c["phase-stopped"]
+    return c["phase-starting"]
+
+
+def phase_class(server: ServerState | None) -> str:
+    """CSS modifier for the pane border."""
+    if server is None:
+        return "-free"
+    p = server.phase
+    if p == "crashed":
+        return "-crashed"
+    if p in ("ready", "serving"):
+        return "-ready"
+    if p == "stopped":
+        return "-stopped"
+    return "-starting"
+
+
+def progress_text(server: ServerState) -> str:
+    """`7/15 shards`, `bs 24/36`: the startup progress the log parser saw."""
+    log = server.log
+    if server.phase == "loading_weights" and log.shards:
+        return f"{log.shards[0]}/{log.shards[1]} shards"
+    if server.phase == "cuda_graph" and log.graphs:
+        return f"bs {log.graphs[0]}/{log.graphs[1]}"
+    return ""
+
+
+def progress_fraction(server: ServerState) -> float | None:
+    """Fraction done of the current startup step, if known."""
+    pair = server.log.shards if server.phase == "loading_weights" else server.log.graphs if server.phase == "cuda_graph" else None
+    if not pair or not pair[1]:
+        return None
+    return pair[0] / pair[1]
+
+
+def server_label(server: ServerState) -> str:
+    """`qwen3-8b :30000 TP2 gpu0-1` (or `external :30000` for servers the console did not start)."""
+    m = server.meta
+    who = fmt.clean(m.preset or m.name, 40) if m.managed else "external"
+    port = f" :{m.port}" if m.port else ""
+    tp = f" TP{len(m.gpus)} gpu{fmt.gpu_span(m.gpus)}" if len(m.gpus) > 1 else ""
+    return f"{who}{port}{tp}"
+
+
+class GpuPane(Widget, can_focus=True):
+    """One GPU: name, VRAM, util/temp/power, owning server, phase and throughput."""
+
+    DEFAULT_CSS = """
+    GpuPane { height: 8; border: round $panel-lighten-2; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    GpuPane.-compact { height: 7; }
+    GpuPane.-ready { border: round $phase-ready; }
+    GpuPane.-starting { border: round $phase-starting; }
+    GpuPane.-crashed { border: heavy $phase-crashed; }
+    GpuPane.-stopped { border: round $phase-stopped; }
+    GpuPane.-stale { border: round $stale; }
+    GpuPane:focus { border: double $accent; }
+    GpuPane.-marked { background: $boost; }
+    """
+
+    @dataclass
+    class Selected(Message):
+        """The pane gained focus: the fleet screen's selection follows it."""
+
+        host: str
+        gpu: int
+
+    def __init__(self, host: str, gpu: int, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.host = host
+        self.gpu = gpu
+        self.marked = False
+
+    def on_focus(self) -> None:
+        self.post_message(self.Selected(self.host, self.gpu))
+
+    # -- data ----------------------------------------------------------------------------
+    @property
+    def state(self) -> FleetState:
+        return self.app.state  # type: ignore[attr-defined]
+
+    def _now(self) -> float:
+        return self.app.now()  # type: ignore[attr-defined]
+
+    def server(self) -> ServerState | None:
+        return self.state.server_on_gpu(self.host, self.gpu)
+
+    def sync(self) -> None:
+        """Re-reads state: classes, titles and a repaint."""
+        host = self.state.host(self.host)
+        g = host.gpus.get(self.gpu)
+        srv = self.server()
+        now = self._now()
+        stale = host.stale(now)
+        for cls in ("-free", "-ready", "-starting", "-crashed", "-stopped"):
+            self.set_class(cls == phase_class(srv), cls)
+        self.set_class(stale and (srv is None or srv.phase != "crashed"), "-stale")
+        self.set_class(self.marked, "-marked")
+        self.set_class(self.app.size.height < 30, "-compact")
+        name = fmt.short_gpu_name(g.reading.name) if g else "?"
+        self.border_title = Content(f"GPU{self.gpu} {name}")
+        sub = ""
+        if stale:
+            a = host.age_s(now)
+            sub = f"stale {fmt.age(a)}" if a is not None else host.conn
+        if self.marked:
+            sub = ("✓ marked " + sub).strip()
+        self.border_subtitle = Content(sub) if sub else None
+        self.refresh()
+
+    # -- drawing -------------------------------------------------------------------------
+    def render(self) -> Content:
+        host = self.state.host(self.host)
+        g = host.gpus.get(self.gpu)
+        srv = self.server()
+        c = colours(self)
+        stale = host.stale(self._now())
+        w = max(10, self.size.width)
+        compact = self.has_class("-compact")
+        lines = [self._vram(g, w, c), self._telemetry(g, c, host)]
+        lines += self._server_lines(srv, g, w, c, compact)
+        out = Content("\n").join(lines)
+        return out.stylize(c["stale"]) if stale else out
+
+    def _vram(self, g: GpuState | None, w: int, c: dict[str, str]) -> Content:
+        if g is None:
+            return Content.styled("no data", c["dim"])
+        r = g.reading
+        nums = fmt.mem_pair(r.memory_used_mib, r.memory_total_mib)
+        frac = (r.memory_used_mib / r.memory_total_mib) if r.memory_used_mib is not None and r.memory_total_mib else None
+        full, empty = fmt.bar(frac, max(3, w - len(nums) - 1))
+        return Content.assemble((full, c["vram-bar"]), (empty, c["dim"]), " ", nums)
+
+    def _telemetry(self, g: GpuState | None, c: dict[str, str], host: HostState) -> Content:
+        if g is None:
+            return Content.styled(fmt.clean(host.telemetry_error or host.last_error or host.conn, 60), c["dim"])
+        r = g.reading
+        util = "?" if r.utilization_pct is None else f"{r.utilization_pct}%"
+        t = r.temperature_c
+        t_style = c["gpu-hot"] if t is not None and t >= HOT_C else c["gpu-warm"] if t is not None and t >= WARM_C else ""
+        power = "?" if r.power_w is None else f"{r.power_w:.0f}"
+        limit = f"/{r.power_limit_w:.0f}" if r.power_limit_w else ""
+        return Content.assemble("util ", (util.rjust(4), "bold"), "  ", ("?°C" if t is None else f"{t}°C", t_style),
+                             "  ", f"{power}{limit} W")
+
+    def _server_lines(self, srv: ServerState | None, g: GpuState | None, w: int, c: dict[str, str],
+                      compact: bool) -> list[Content]:
+        if srv is None:
+            procs = g.processes if g else []
+            if procs:
+                p = procs[0]
+                return [Content.styled(f"in use: {fmt.clean(p.name, 30)} pid {p.pid}", c["external"])]
+            return [Content.styled("free", c["dim"])]
+        head = Content.styled(server_label(srv), c["external"] if not srv.meta.managed else "bold")
+        phase = srv.phase
+        ps = phase_style(phase, c)
+        if phase == "crashed":
+            d = srv.log.diagnosis
+            cause = fmt.clean(d.summary) if d else (f"exit {srv.exit_status}" if srv.exit_status is not None
+                                                    else srv.signal or "process ended")
+            code = f" (exit {srv.exit_status})" if srv.exit_status is not None else ""
+            rows = [head + Content.styled(f"  ✖ crashed{code}", f"bold {ps}"), Content.styled(cause, ps)]
+            if d and d.hint:
+                rows.append(Content.styled("fix: " + fmt.clean(d.hint), c["dim"]))
+            if not compact:
+                rows.append(Content.styled("enter: log at traceback · r: relaunch", c["dim"]))
+            return rows
+        icon = "●" if phase in ("ready", "serving") else "■" if phase == "stopped" else "◐"
+        word = fmt.PHASE_WORDS.get(phase, phase)
+        status = Content.assemble((f"{icon} {word}", f"bold {ps}"))
+        prog = progress_text(srv)
+        if prog:
+            status = status + " " + prog
+            frac = progress_fraction(srv)
+            room = w - status.cell_length - 1
+            if frac is not None and room >= 4:
+                full, empty = fmt.bar(frac, room)
+                status = status + Content.assemble(" ", (full, ps), (empty, c["dim"]))
+        elif phase in ("ready", "serving") and srv.health is not None and srv.health != "ok":
+            status = status + Content.styled(f" (health {fmt.clean(srv.health)})", c["phase-starting"])
+        rows = [head, status]
+        tput = self._throughput(srv, w, c)
+        load = self._load(srv)
+        if compact:
+            if phase in ("ready", "serving"):
+                rows = [head, status + "  " + load, tput]
+            return rows
+        rows += [tput, load]
+        return rows
+
+    def _throughput(self, srv: ServerState, w: int, c: dict[str, str]) -> Content:
+        tp = srv.gen_throughput
+        if not srv.meta.managed and tp is None:
+            pid = f" pid {srv.meta.pid}" if srv.meta.pid else ""
+            return Content.styled(f"external: not started here{pid}", c["dim"])
+        label = f"{fmt.rate(tp)} tok/s".rjust(11)
+        spark = fmt.sparkline(list(srv.throughput_history), max(0, w - len(label) - 1))
+        return Content.assemble((label, "bold"), " ", (spark, c["phase-serving"]))
+
+    def _load(self, srv: ServerState) -> Content:
+        log = srv.log
+        run = "—" if log.running is None else str(log.running)
+        q = "—" if log.queued is None else str(log.queued)
+        kv = "—" if log.token_usage is None else f"{log.token_usage * 100:.0f}%"
+        return Content(f"run {run}  queue {q}  KV {kv}")

@@ -1,0 +1,110 @@
+"""HostBand: one host's header line (connection, data age, GPU count) above a grid of its GpuPanes."""
+
+from __future__ import annotations
+
+import math
+
+from textual.app import ComposeResult
+from textual.containers import Container, Vertical
+from textual.content import Content
+from textual.widgets import Static
+
+from console.ui import format as fmt
+from console.ui.widgets.gpu_pane import GpuPane, colours
+
+PANE_MIN_WIDTH = 36
+
+
+def grid_columns(width: int, n: int) -> int:
+    """Columns for n panes in `width` cells: as many as fit, then balanced rows (8 GPUs -> 4+4)."""
+    if n <= 0:
+        return 1
+    most = max(1, min(n, width // PANE_MIN_WIDTH))
+    rows = math.ceil(n / most)
+    return math.ceil(n / rows)
+
+
+class HostHeader(Static):
+    """`● ct129  up 3 min · 2 GPUs · data 1 s` — greyed with the age when stale."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__(markup=False)
+        self.host = host
+
+    def sync(self) -> None:
+        app = self.app
+        h = app.state.host(self.host)  # type: ignore[attr-defined]
+        now = app.now()  # type: ignore[attr-defined]
+        c = colours(self)
+        icon, colour = {"up": ("●", c["phase-ready"]), "connecting": ("◌", c["phase-starting"]),
+                        "down": ("✖", c["host-down"])}[h.conn]
+        parts: list[tuple[str, str] | str] = [(f"{icon} ", colour), (fmt.clean(self.host, 40), "bold"), "  ",
+                                              (h.conn, colour)]
+        if h.conn == "down" and h.last_error:
+            parts.append((f": {fmt.clean(h.last_error, 80)}", colour))
+        if h.conn == "connecting" and h.attempt > 1:
+            parts.append(f" (attempt {h.attempt})")
+        n = len(h.gpus)
+        parts.append(f" · {n} GPU{'s' if n != 1 else ''}")
+        servers = [s for s in app.state.servers_on(self.host) if s.alive]  # type: ignore[attr-defined]
+        if servers:
+            parts.append(f" · {len(servers)} server{'s' if len(servers) != 1 else ''}")
+        a = h.age_s(now)
+        if h.stale(now):
+            parts.append((f" · stale {fmt.age(a)}" if a is not None else " · no data yet", c["stale"]))
+        elif a is not None:
+            parts.append((f" · data {fmt.age(a)}", c["dim"]))
+        if h.telemetry_error:
+            parts.append((f" · {fmt.clean(h.telemetry_error, 60)}", c["gpu-warm"]))
+        self.update(Content.assemble(*parts))
+
+
+class HostBand(Vertical):
+    """A host and its GPUs; the grid re-flows on resize and when GPUs appear."""
+
+    DEFAULT_CSS = """
+    HostBand { height: auto; }
+    HostBand HostHeader { height: 1; padding: 0 1; background: $panel; }
+    HostBand .gpus { layout: grid; grid-size: 2; grid-rows: auto; height: auto; grid-gutter: 0 0; }
+    HostBand .nogpu { height: 1; padding: 0 2; color: $text-muted; }
+    """
+
+    def __init__(self, host: str) -> None:
+        super().__init__(id=None)
+        self.host = host
+        self._indices: tuple[int, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        yield HostHeader(self.host)
+        yield Container(classes="gpus")
+        yield Static("waiting for nvidia-smi…", classes="nogpu", markup=False)
+
+    def panes(self) -> list[GpuPane]:
+        return list(self.query(GpuPane))
+
+    def on_mount(self) -> None:
+        self.sync()
+
+    def sync(self) -> None:
+        if not self.children:
+            return
+        h = self.app.state.host(self.host)  # type: ignore[attr-defined]
+        indices = tuple(sorted(h.gpus))
+        grid = self.query_one(".gpus", Container)
+        if indices != self._indices:
+            self._indices = indices
+            for p in self.panes():
+                p.remove()
+            grid.mount_all([GpuPane(self.host, i) for i in indices])
+        self.query_one(".nogpu", Static).display = not indices
+        self.reflow()
+        self.query_one(HostHeader).sync()
+        for p in self.panes():
+            p.sync()
+
+    def reflow(self) -> None:
+        grid = self.query_one(".gpus", Container)
+        widest = max((len(h.gpus) for h in self.app.state.hosts.values()), default=1)  # type: ignore[attr-defined]
+        cols = grid_columns(self.app.size.width, max(widest, len(self._indices)))
+        if grid.styles.grid_size_columns != cols:
+            grid.styles.grid_size_columns = cols
