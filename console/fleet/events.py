@@ -65,6 +65,8 @@ class ServerMeta:
     started_at: float | None = None
     command: str = ""
     launch_id: str = ""
+    bind: str = "127.0.0.1"
+    """The server's --host: where a tunnel connects to on the remote side."""
 
 
 # -- host link ------------------------------------------------------------------------------

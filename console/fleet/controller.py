@@ -1,0 +1,308 @@
+"""FleetController: owns one HostLink per host, applies their events to FleetState, runs the actions.
+
+It implements `console.fleet.api.FleetApi` for the CLI (plain asyncio) and the Textual UI (which
+awaits `start()` in a worker and subscribes). Events are applied in order on the event loop;
+lifecycle events also go to the journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+
+import httpx
+
+from console.config import Fleet, Host
+from console.fleet import actions, discovery
+from console.fleet.api import ActionOutcome, LaunchPreview, Listener
+from console.fleet.events import (
+    ComputeApp,
+    Event,
+    HealthResult,
+    HostDown,
+    HostUp,
+    LogData,
+    Notice,
+    ProcessSample,
+    ServerAction,
+    ServerGone,
+    ServerMeta,
+    ServerSeen,
+    TelemetryError,
+)
+from console.fleet.hostlink import HostLink
+from console.fleet.journal import Journal
+from console.fleet.monitor import ProcFrame, external_meta, gpus_of_session, sglang_mains
+from console.fleet.state import FleetState
+from console.sglang.command import shell_path
+from console.transport import make_transport
+from console.transport.base import CommandHook, Transport, TransportError
+
+TransportFactory = Callable[[str, Host, CommandHook | None], Transport]
+LAUNCH_GRACE_S = 2.0
+"""A just-launched server missing from a process sample taken this soon is not yet called dead."""
+HEALTH_EVERY_S = 1.0
+HEALTH_READY_EVERY_S = 5.0
+
+
+class FleetController:
+    """The one object a front end holds: state, subscriptions, and every fleet action."""
+
+    def __init__(self, fleet: Fleet, *, read_only: bool = False, transport_factory: TransportFactory | None = None,
+                 journal: Journal | None = None, poll_ms: int | None = None) -> None:
+        self.fleet = fleet
+        self.read_only = read_only
+        self.state = FleetState(list(fleet.hosts))
+        self.journal = journal or Journal()
+        self._factory = transport_factory or (lambda n, h, hook: make_transport(n, h, on_command=hook))
+        self._poll_ms = poll_ms or fleet.console.poll_ms
+        self._listeners: list[Listener] = []
+        self.links: dict[str, HostLink] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._launched_at: dict[str, float] = {}
+        self._apps: dict[str, list[ComputeApp]] = {}
+        self._discovered: set[str] = set()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._http: httpx.AsyncClient | None = None
+        self._started = False
+        self._seen_ids: set[str] = set()
+
+    # -- FleetApi: plumbing ----------------------------------------------------------------------
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def emit(self, events: list[Event]) -> list[Notice]:
+        """Apply events in order, journal lifecycle ones, then tell every subscriber."""
+        notices: list[Notice] = []
+        for ev in events:
+            notices.extend(self.state.apply(ev))
+            self._journal(ev)
+        for fn in list(self._listeners):
+            try:
+                fn(events, notices)
+            except Exception as e:  # a broken subscriber must not stop the fleet
+                self.journal.event("subscriber-error", ok=False, message=f"{type(e).__name__}: {e}")
+        return notices
+
+    def _journal(self, ev: Event) -> None:
+        j = self.journal
+        if isinstance(ev, ServerAction):
+            j.event(ev.action, server=ev.server, ok=ev.ok, message=ev.message)
+        elif isinstance(ev, ServerGone):
+            j.event("gone", server=ev.server, ok=True, exit_status=ev.exit_status, signal=ev.signal)
+        elif isinstance(ev, ServerSeen) and ev.meta.launch_id not in self._seen_ids:
+            self._seen_ids.add(ev.meta.launch_id)
+            j.event("seen", server=ev.meta.name, host=ev.meta.host, ok=True, managed=ev.meta.managed,
+                    alive=ev.alive, pid=ev.meta.pid, log_path=ev.meta.log_path)
+        elif isinstance(ev, HostUp):
+            j.event("host-up", host=ev.host)
+        elif isinstance(ev, HostDown):
+            j.event("host-down", host=ev.host, ok=False, message=ev.error)
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(4.0, connect=3.0), trust_env=False,
+                                       limits=httpx.Limits(max_keepalive_connections=0))
+        for name, host in self.fleet.hosts.items():
+            transport = self._factory(name, host, self.journal.command)
+            link = HostLink(name, host, transport, self.emit, poll_ms=self._poll_ms,
+                            on_up=self._on_up, on_frame=self._on_frame)
+            self.links[name] = link
+            await link.start()
+            self._tasks.append(asyncio.create_task(self._health_loop(name), name=f"health:{name}"))
+
+    async def close(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._tasks = []
+        await asyncio.gather(*(link.close() for link in self.links.values()), return_exceptions=True)
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    async def __aenter__(self) -> FleetController:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def host_lock(self, host: str) -> asyncio.Lock:
+        return self._locks.setdefault(host, asyncio.Lock())
+
+    def note_launched(self, meta: ServerMeta) -> None:
+        self._launched_at[meta.name] = time.time()
+        link = self.links.get(meta.host)
+        if link is not None and meta.log_path:
+            link.tail(meta.name, meta.log_path, 0)
+
+    async def wait_hosts(self, timeout: float) -> bool:
+        """Wait until every host is up (True) or the timeout passes."""
+        res = await asyncio.gather(*(link.wait_up(timeout) for link in self.links.values()))
+        return all(res)
+
+    async def wait_gone(self, name: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            s = self.state.servers.get(name)
+            if s is None or not s.alive:
+                return True
+            await asyncio.sleep(0.2)
+        return False
+
+    # -- link callbacks --------------------------------------------------------------------------
+    async def _on_up(self, link: HostLink) -> None:
+        """Re-attach: managed servers from meta.json + live session; tails resume where they were."""
+        host = self.fleet.hosts[link.name]
+        res = await link.run(discovery.list_command(host), timeout=30)
+        metas, procs = discovery.parse_listing(res.stdout, link.name)
+        for m in metas:
+            cur = self.state.servers.get(m.name)
+            alive = discovery.is_alive(m, procs)
+            if cur is not None and cur.meta.launch_id == m.launch_id:
+                if alive and m.log_path:
+                    link.tail(m.name, m.log_path, link.tail_offset(m.name) or 0)
+                continue
+            if cur is not None and cur.alive and cur.meta.launch_id != m.launch_id:
+                continue  # state knows a newer launch
+            self.emit([ServerSeen(m, time.time(), alive=True)])
+            if not alive:
+                await self._replay_dead(link, m)
+            elif m.log_path:
+                link.tail(m.name, m.log_path, 0)
+        self._discovered.add(link.name)
+
+    async def _replay_dead(self, link: HostLink, m: ServerMeta) -> None:
+        """A server that died while nobody watched: read its log, then mark it gone (diagnosis)."""
+        if m.log_path:
+            try:
+                r = await link.run(f"head -c 4000000 {shell_path(m.log_path)}", timeout=30)
+                if r.stdout:
+                    data = r.stdout.encode()
+                    self.emit([LogData(m.name, time.time(), m.log_path, 0, data)])
+            except TransportError:
+                pass
+        self.emit([ServerGone(m.name, time.time())])
+
+    def _on_frame(self, link: HostLink, frame: ProcFrame, at: float) -> None:
+        host = link.name
+        if frame.apps is not None:
+            self._apps[host] = frame.apps
+        apps = self._apps.get(host, [])
+        events: list[Event] = [ProcessSample(host, at, tuple(apps), tuple(frame.procs))]
+        if frame.apps_error:
+            events.append(TelemetryError(host, at, frame.apps_error))
+        sids = {p.sid for p in frame.procs}
+        pids = {p.pid for p in frame.procs}
+        managed = [s for s in self.state.servers_on(host) if s.meta.managed and s.alive]
+        for s in managed:
+            if s.meta.sid in sids or s.meta.pid in pids:
+                continue
+            if at - self._launched_at.get(s.name, 0) < LAUNCH_GRACE_S:
+                continue
+            events.append(ServerGone(s.name, at))
+        if host in self._discovered:
+            events.extend(self._externals(host, frame, apps, at, {s.meta.sid for s in managed}))
+        self.emit(events)
+
+    def _externals(self, host: str, frame: ProcFrame, apps: list[ComputeApp], at: float,
+                   managed_sids: set[int | None]) -> list[Event]:
+        uuid_index = {g.reading.uuid: i for i, g in self.state.host(host).gpus.items() if g.reading.uuid}
+        out: list[Event] = []
+        seen: set[str] = set()
+        for p in sglang_mains(frame.procs):
+            if p.sid in managed_sids or any(s.meta.pid == p.pid for s in self.state.servers_on(host)
+                                            if s.meta.managed):
+                continue
+            meta = external_meta(host, p, gpus_of_session(p.sid, frame.procs, apps, uuid_index))
+            seen.add(meta.name)
+            cur = self.state.servers.get(meta.name)
+            if cur is None or cur.meta.launch_id != meta.launch_id or cur.meta.gpus != meta.gpus or not cur.alive:
+                out.append(ServerSeen(meta, at))
+        for s in self.state.servers_on(host):
+            if not s.meta.managed and s.alive and s.name not in seen:
+                out.append(ServerGone(s.name, at))
+        return out
+
+    async def _health_loop(self, host: str) -> None:
+        """/health for every live server of a host, one request at a time (one forward channel)."""
+        while True:
+            link = self.links[host]
+            await link.up.wait()
+            now = time.time()
+            for s in list(self.state.servers_on(host)):
+                if not s.alive or s.meta.port is None:
+                    continue
+                every = HEALTH_READY_EVERY_S if s.health == "ok" else HEALTH_EVERY_S
+                if s.health_at is not None and now - s.health_at < every - 0.05:
+                    continue
+                self.emit([await self._check_health(s.name)])
+            await asyncio.sleep(HEALTH_EVERY_S)
+
+    async def _check_health(self, name: str) -> HealthResult:
+        t0 = time.monotonic()
+        try:
+            url = await self.server_url(name)
+            assert self._http is not None
+            r = await self._http.get(url + "/health")
+            ms = (time.monotonic() - t0) * 1000
+            status = {200: "ok", 503: "warming", 401: "unauthorized"}.get(r.status_code, "error")
+            return HealthResult(name, time.time(), status, f"HTTP {r.status_code}", ms)  # type: ignore[arg-type]
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError) as e:
+            return HealthResult(name, time.time(), "down", type(e).__name__)
+        except (httpx.HTTPError, TransportError, KeyError) as e:
+            return HealthResult(name, time.time(), "error", str(e) or type(e).__name__)
+
+    # -- FleetApi: actions -------------------------------------------------------------------------
+    async def preview(self, preset: str, gpus: list[int] | None = None) -> LaunchPreview:
+        return await actions.preview(self, preset, gpus)
+
+    async def launch(self, preset: str, gpus: list[int] | None = None, *, wait: bool = False) -> ActionOutcome:
+        return await actions.launch(self, preset, gpus, wait=wait)
+
+    async def stop_server(self, name: str) -> ActionOutcome:
+        return await actions.stop(self, name)
+
+    async def restart(self, name: str) -> ActionOutcome:
+        return await actions.restart(self, name)
+
+    async def wait_ready(self, name: str, timeout: float | None = None) -> ActionOutcome:
+        s = self.state.servers.get(name)
+        if s is None:
+            return ActionOutcome(False, f"no server named '{name}'")
+        preset = self.fleet.presets.get(s.meta.preset or "")
+        ok, msg = await actions.wait_ready(self, name, timeout or (preset.ready_timeout if preset else 900))
+        return ActionOutcome(ok, msg, [name])
+
+    async def reconnect(self, host: str) -> None:
+        await self.links[host].reconnect()
+
+    async def server_url(self, name: str) -> str:
+        s = self.state.servers[name]
+        host = self.fleet.hosts[s.meta.host]
+        if s.meta.port is None:
+            raise KeyError(f"{name} has no port")
+        if host.http == "direct":
+            addr = s.meta.bind if s.meta.bind not in ("0.0.0.0", "::", "") else host.address
+            return f"http://{addr}:{s.meta.port}"
+        remote = "127.0.0.1" if s.meta.bind in ("0.0.0.0", "::", "", "localhost") else s.meta.bind
+        local = await self.links[s.meta.host].forward(remote, s.meta.port)
+        return f"http://127.0.0.1:{local}"
+
+    def api_key_env(self, name: str) -> str | None:
+        s = self.state.servers.get(name)
+        p = self.fleet.presets.get(s.meta.preset or "") if s else None
+        return p.api_key_env if p else None
+
+    async def read_file(self, host: str, path: str, max_bytes: int = 4_000_000) -> bytes:
+        r = await self.links[host].run(f"head -c {int(max_bytes)} {shell_path(path)}", timeout=60)
+        if not r.ok:
+            raise TransportError(host, r.stderr.strip() or f"exit {r.exit_status}", f"head -c {max_bytes} {path}")
+        return r.stdout.encode()

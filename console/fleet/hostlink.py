@@ -1,0 +1,352 @@
+"""HostLink: one supervised connection per host and its three long-lived streams, as typed events.
+
+Streams: `nvidia-smi -lms` (telemetry), the process loop (ps + compute apps, also the link's
+watchdog) and the multiplexed log tail. Commands share a small semaphore, so a host never holds
+more than 3 + MAX_COMMANDS session channels (plus one short-lived HTTP forward channel at a
+time from the health poller), whatever the number of GPUs and servers. On any link loss every
+stream is restarted after a jittered exponential backoff capped at BACKOFF_CAP_S.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from console.config import Host
+from console.fleet.events import (
+    Event,
+    GpuSample,
+    HostConnecting,
+    HostDown,
+    HostUp,
+    LogData,
+    LogError,
+    TelemetryError,
+)
+from console.fleet.logtail import Chunk, FrameReader, Truncated, tail_command
+from console.fleet.monitor import ProcFrame, ProcFrameParser, proc_loop_command
+from console.gpu import nvsmi
+from console.transport.base import CommandResult, HostKeyError, RemoteStream, Transport, TransportError
+
+MAX_COMMANDS = 3
+BACKOFF_CAP_S = 8.0
+WATCHDOG_S = 6.0
+"""No process-loop frame for this long means the link is dead (a silent drop needs no keepalive wait)."""
+
+Emit = Callable[[list[Event]], None]
+
+
+@dataclass
+class TailSpec:
+    server: str
+    path: str
+    offset: int = 0
+
+
+def backoff_delay(attempt: int, cap: float = BACKOFF_CAP_S) -> float:
+    """0.5, 1, 2, 4, 8, 8 ... seconds, ±25 % jitter (never above cap * 1.25 = 10 s)."""
+    base = min(cap, 0.5 * 2 ** max(0, attempt - 1))
+    return base * random.uniform(0.75, 1.25)
+
+
+async def _pump(stream: RemoteStream, q: asyncio.Queue[bytes | None]) -> None:
+    try:
+        async for data in stream.chunks():
+            q.put_nowait(data)
+    except (TransportError, OSError):
+        pass
+    finally:
+        q.put_nowait(None)
+
+
+class HostLink:
+    """Supervises one host: connect, stream, watch, reconnect; emits HostUp/Down, samples, log data."""
+
+    def __init__(self, name: str, host: Host, transport: Transport, emit: Emit, *, poll_ms: int = 1000,
+                 on_up: Callable[[HostLink], Awaitable[None]] | None = None,
+                 on_frame: Callable[[HostLink, ProcFrame, float], None] | None = None,
+                 max_commands: int = MAX_COMMANDS, watchdog_s: float = WATCHDOG_S) -> None:
+        self.name = name
+        self.host = host
+        self.transport = transport
+        self.emit = emit
+        self.poll_ms = poll_ms
+        self.on_up = on_up
+        self.on_frame = on_frame
+        self.watchdog_s = watchdog_s
+        self.up = asyncio.Event()
+        self.last_error: str | None = None
+        self.connects = 0
+        self.streams_opened = 0
+        self._sem = asyncio.Semaphore(max_commands)
+        self._tails: dict[str, TailSpec] = {}
+        self._tail_changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._telemetry_backoff = 0.0
+
+    # -- public -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._supervise(), name=f"hostlink:{self.name}")
+
+    async def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        with contextlib.suppress(Exception):
+            await self.transport.close()
+
+    async def reconnect(self) -> None:
+        """Drop the link now (or cut a backoff short) and connect again."""
+        self._wake.set()
+        with contextlib.suppress(Exception):
+            await self.transport.close()
+
+    async def wait_up(self, timeout: float) -> bool:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.up.wait(), timeout)
+        return self.up.is_set()
+
+    async def run(self, command: str, *, timeout: float | None = 30.0, input: str | None = None,
+                  wait_up: float = 10.0) -> CommandResult:
+        """Run a command on the host (at most MAX_COMMANDS at once); TransportError names host and command."""
+        if not await self.wait_up(wait_up):
+            raise TransportError(self.name, f"host unreachable ({self.last_error or 'not connected'})", command)
+        async with self._sem:
+            return await self.transport.run(command, timeout=timeout, input=input)
+
+    async def forward(self, remote_host: str, port: int) -> int:
+        if not await self.wait_up(10):
+            raise TransportError(self.name, f"host unreachable ({self.last_error or 'not connected'})")
+        return await self.transport.forward_local(remote_host, port)
+
+    def tail(self, server: str, path: str, offset: int = 0) -> None:
+        """Follow `path` for `server` from `offset` (a new path replaces the server's old one)."""
+        cur = self._tails.get(server)
+        if cur is not None and cur.path == path:
+            return
+        self._tails[server] = TailSpec(server, path, offset)
+        self._tail_changed.set()
+
+    def untail(self, server: str) -> None:
+        if self._tails.pop(server, None) is not None:
+            self._tail_changed.set()
+
+    def tail_offset(self, server: str) -> int | None:
+        t = self._tails.get(server)
+        return None if t is None else t.offset
+
+    @property
+    def open_channels(self) -> int:
+        return int(getattr(self.transport, "open_channels", 0))
+
+    # -- supervisor ---------------------------------------------------------------------------
+    async def _supervise(self) -> None:
+        attempt = 0
+        while not self._closing:
+            attempt += 1
+            self.emit([HostConnecting(self.name, time.time(), attempt)])
+            try:
+                await self.transport.connect()
+            except HostKeyError as e:
+                await self._down(str(e), backoff_delay(max(attempt, 5)))
+                continue
+            except TransportError as e:
+                await self._down(str(e), backoff_delay(attempt))
+                continue
+            except Exception as e:  # a bug or an unexpected library error must not kill the supervisor
+                await self._down(f"{type(e).__name__}: {e}", backoff_delay(attempt))
+                continue
+            attempt = 0
+            self.connects += 1
+            self.last_error = None
+            self.up.set()
+            self.emit([HostUp(self.name, time.time())])
+            tasks = [asyncio.create_task(c) for c in (self._telemetry(), self._procs(), self._tail_loop())]
+            if self.on_up is not None:
+                tasks.append(asyncio.create_task(self._guard(self.on_up(self))))
+            try:
+                await self.transport.wait_closed()
+            finally:
+                self.up.clear()
+                for t in tasks:
+                    t.cancel()
+                for t in tasks:
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await t
+            if self._closing:
+                return
+            await self._down(self.last_error or "connection lost", backoff_delay(1))
+
+    async def _guard(self, coro: Awaitable[None]) -> None:
+        with contextlib.suppress(TransportError):
+            await coro
+
+    async def _down(self, error: str, delay: float) -> None:
+        self.up.clear()
+        self.last_error = error
+        self.emit([HostDown(self.name, time.time(), error, round(delay, 2))])
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), delay)
+
+    async def _link_dead(self, why: str) -> None:
+        self.last_error = why
+        with contextlib.suppress(Exception):
+            await self.transport.close()
+
+    async def _open(self, command: str) -> tuple[RemoteStream, asyncio.Queue[bytes | None], asyncio.Task[None]]:
+        stream = await self.transport.stream(command)
+        self.streams_opened += 1
+        q: asyncio.Queue[bytes | None] = asyncio.Queue()
+        return stream, q, asyncio.create_task(_pump(stream, q))
+
+    @staticmethod
+    async def _shut(stream: RemoteStream, pump: asyncio.Task[None]) -> None:
+        pump.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(stream.close(), 6)
+
+    # -- telemetry ----------------------------------------------------------------------------
+    async def _telemetry(self) -> None:
+        interval = self.poll_ms / 1000
+        retry = 5.0
+        while True:
+            try:
+                stream, q, pump = await self._open(f"exec {nvsmi.query_gpu_command(self.poll_ms)} 2>&1")
+            except TransportError:
+                await asyncio.sleep(2)
+                continue
+            buf = nvsmi.GpuLineBuffer()
+            text_seen: list[str] = []
+            last = time.monotonic()
+            samples_seen = 0
+            hung = False
+            try:
+                while True:
+                    try:
+                        data = await asyncio.wait_for(q.get(), max(0.2, interval * 0.6))
+                    except TimeoutError:
+                        tick = buf.flush()
+                        if tick:
+                            samples_seen += 1
+                            last = time.monotonic()
+                            self.emit([GpuSample(self.name, time.time(), tuple(tick))])
+                        elif time.monotonic() - last > 3 * interval + 1:
+                            self.emit([TelemetryError(self.name, time.time(),
+                                                      f"nvidia-smi hung: no sample for {time.monotonic() - last:.0f} s")])
+                            hung = True
+                            break
+                        continue
+                    if data is None:
+                        break
+                    samples, bad = buf.feed(data.decode("utf-8", "replace"))
+                    for tick in samples:
+                        samples_seen += 1
+                        last = time.monotonic()
+                        self.emit([GpuSample(self.name, time.time(), tuple(tick))])
+                    if bad:
+                        text_seen.extend(bad)
+                        err = nvsmi.error_text("\n".join(bad))
+                        self.emit([TelemetryError(self.name, time.time(), err or f"nvidia-smi printed garbage: {bad[0][:120]!r}")])
+            finally:
+                await self._shut(stream, pump)
+            if samples_seen:
+                retry = 5.0
+            elif not hung:
+                msg = nvsmi.error_text("\n".join(text_seen)) or (text_seen[-1][:200] if text_seen else "")
+                self.emit([TelemetryError(self.name, time.time(),
+                                          f"nvidia-smi exited without a sample{': ' + msg if msg else ''}")])
+            await asyncio.sleep(retry)
+            retry = min(60.0, retry * 2)
+
+    # -- process loop (also the watchdog) -------------------------------------------------------
+    async def _procs(self) -> None:
+        while True:
+            try:
+                stream, q, pump = await self._open(proc_loop_command())
+            except TransportError as e:
+                await self._link_dead(str(e))
+                return
+            parser = ProcFrameParser()
+            try:
+                while True:
+                    try:
+                        data = await asyncio.wait_for(q.get(), self.watchdog_s)
+                    except TimeoutError:
+                        await self._link_dead(f"no answer from {self.name} for {self.watchdog_s:g} s")
+                        return
+                    if data is None:
+                        break
+                    for frame in parser.feed(data):
+                        if self.on_frame is not None:
+                            self.on_frame(self, frame, time.time())
+            finally:
+                await self._shut(stream, pump)
+            await asyncio.sleep(1)
+
+    # -- log tails ----------------------------------------------------------------------------
+    async def _tail_loop(self) -> None:
+        while True:
+            self._tail_changed.clear()
+            specs = list(self._tails.values())
+            if not specs:
+                await self._tail_changed.wait()
+                continue
+            try:
+                stream, q, pump = await self._open(tail_command([(t.path, t.offset) for t in specs]))
+            except TransportError as e:
+                for t in specs:
+                    self.emit([LogError(t.server, time.time(), str(e))])
+                await asyncio.sleep(2)
+                continue
+            reader = FrameReader()
+            changed = asyncio.create_task(self._tail_changed.wait())
+            try:
+                while not changed.done():
+                    get = asyncio.create_task(q.get())
+                    done, _ = await asyncio.wait({get, changed}, timeout=self.watchdog_s,
+                                                 return_when=asyncio.FIRST_COMPLETED)
+                    if get not in done:
+                        get.cancel()
+                        if not done:  # no heartbeat: the loop or the link is stuck; restart the tail
+                            break
+                        continue
+                    data = get.result()
+                    if data is None:
+                        await asyncio.sleep(1)
+                        break
+                    self._on_tail(specs, reader.feed(data))
+            finally:
+                changed.cancel()
+                await self._shut(stream, pump)
+
+    def _on_tail(self, specs: list[TailSpec], items: list[Chunk | Truncated | str]) -> None:
+        events: list[Event] = []
+        now = time.time()
+        for it in items:
+            if isinstance(it, str) or it.index >= len(specs):
+                continue
+            spec = specs[it.index]
+            if self._tails.get(spec.server) is not spec:
+                continue  # the server moved on to a new log file
+            if isinstance(it, Truncated):
+                spec.offset = 0
+                events.append(LogError(spec.server, now, f"{spec.path} was truncated to {it.size} bytes"))
+                continue
+            end = it.offset + len(it.data)
+            if end <= spec.offset:
+                continue
+            spec.offset = end
+            events.append(LogData(spec.server, now, spec.path, it.offset, it.data))
+        if events:
+            self.emit(events)

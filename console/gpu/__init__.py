@@ -1,0 +1,1 @@
+"""GPU telemetry: nvidia-smi query building and parsing."""
