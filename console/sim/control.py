@@ -3,7 +3,8 @@
 `inject(host_dir, port_or_pid, action, **kw)` writes `HOST_DIR/control/<port_or_pid>.json`; the
 server polls it (startup steps and every 0.1 s while serving) and deletes it when applied.
 Actions: "crash" (kind = one of CRASH_KINDS), "rate" (tok_s = peak tokens/s per GPU, "inf" for
-zero delay), "slow" (factor multiplies every delay).
+zero delay), "slow" (factor multiplies every delay). `phase="weights"` (init, weights, kv, capture,
+draft, serving) holds a command until the server reaches that phase.
 """
 
 from __future__ import annotations
@@ -44,3 +45,15 @@ def take(host_dir: str | Path, keys: list[int]) -> list[dict[str, Any]]:
             continue
         out.append(cmd)
     return out
+
+
+def hold_vram(host_dir: str | Path, gpu: int, mib: int, name: str = "python3"):  # -> subprocess.Popen
+    """Start a foreign process that holds `mib` MiB on sim GPU `gpu` until it is killed."""
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "console.sim.hog", str(host_dir), str(gpu), str(mib), name],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    p.stdout.readline()
+    return p

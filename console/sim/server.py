@@ -53,6 +53,7 @@ class Server:
         self.startup: Startup | None = None
         self.app: Any = None
         self.gpus: list[int] = []
+        self.pending: list[dict[str, Any]] = []
 
     # -- signals ---------------------------------------------------------------------------------
     def kill_tree(self) -> None:
@@ -69,7 +70,11 @@ class Server:
 
     # -- control ---------------------------------------------------------------------------------
     def poll_control(self) -> None:
-        for cmd in control.take(self.host_dir, [self.a.port, os.getpid()]):
+        self.pending += control.take(self.host_dir, [self.a.port, os.getpid()])
+        now = self.startup.phase if self.startup and self.phase == "launch" else self.phase
+        due = [c for c in self.pending if c.get("phase") in (None, now)]
+        self.pending = [c for c in self.pending if c not in due]
+        for cmd in due:
             act = cmd.get("action")
             if act == "slow":
                 self.scale *= float(cmd.get("factor", 2.0))

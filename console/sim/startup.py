@@ -104,6 +104,8 @@ class Startup:
         self.a, self.spec, self.host_dir, self.ranks, self.scale = args, spec, host_dir, ranks, scale
         self._sleep = sleep
         self.tp = len(ranks.gpus)
+        self.phase = "init"
+        """init | weights | kv | capture | draft: where a `phase=`-targeted control command fires."""
         self.total = [spec.gpus[g].memory_mib / 1024 for g in ranks.gpus]
 
     def sleep(self, s: float) -> None:
@@ -127,14 +129,18 @@ class Startup:
         model_bytes = sum(f.stat().st_size for f in Path(a.model_path).glob("*.safetensors"))
         w = memory.weights_gib(model_bytes, self.tp)
         shards = sorted(Path(a.model_path).glob("*.safetensors"))
+        self.phase = "weights"
         self.load_weights(w, len(shards), type_name=(a.model_config.get("architectures") or ["Model"])[0])
+        self.phase = "kv"
         res = self.pools()
+        self.phase = "capture"
         g = self.capture(draft=False)
         if memory.piecewise_enabled(a):
             self.piecewise()
         elif a.disable_piecewise_cuda_graph:
             logs.line("Disable piecewise CUDA graph because --disable-piecewise-cuda-graph is set")
         if a.speculative_algorithm:
+            self.phase = "draft"
             dw = memory.draft_weights_gib(a.model_config, model_bytes, self.tp)
             self.load_weights(dw, len(shards), type_name=self._draft_type(), draft=True)
             self.ranks.log(f"KV Cache is allocated. #tokens: {res.pools.kv_tokens}, K size: 0.01 GB, V size: 0.01 GB")
