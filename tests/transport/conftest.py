@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.sshhosts"]
+# sshhosts fixtures are registered by the top-level conftest.py
 
 
 @pytest.fixture(autouse=True)
