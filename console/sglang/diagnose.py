@@ -153,7 +153,13 @@ def _kernel_missing(m: re.Match[str], c: _Ctx) -> tuple[str, str]:
             "(pip install 'sglang[all]==<version>') in the preset's venv")
 
 
+_ARGPARSE_RULE = _Rule("invalid_argument", _rx(r"error: argument [-\w]+", r"error: unrecognized arguments", r"the following arguments are required",
+                                                r"invalid choice", r"Error: --model-path is required"),
+                       lambda m, c: (f"SGLang rejected an argument: {m.string.strip()[:160]}",
+                                     "fix the flag in the preset's args (dflash-console check lints them)"))
+
 _RULES: tuple[_Rule, ...] = (
+    _ARGPARSE_RULE,
     _Rule("mamba_radix_cache_incompatible", _rx(r"not compatible with radix cache when using --mamba-scheduler-strategy",
                                                 r"mamba.*radix cache.*extra_buffer"),
           _const("speculative decoding on a hybrid Mamba/GDN model with the radix cache needs the extra_buffer mamba strategy",
@@ -176,7 +182,7 @@ _RULES: tuple[_Rule, ...] = (
                         "a quantized checkpoint also leaves more room")),
     _Rule("port_in_use", _rx(r"\[Errno 98\]", r"address already in use", r"is not available in \d+ seconds",
                              r"Port is already in use"), _port),
-    _Rule("invalid_port_config", _rx(r"port must be 0-65535", r"argument --port: invalid", r"\[Errno 99\] Cannot assign requested address",
+    _Rule("invalid_port_config", _rx(r"port must be 0-65535", r"argument --port: invalid", r"\[Errno 99\]",
                                      r"\[Errno 13\] error while attempting to bind"),
           lambda m, c: (f"the bind address/port is not usable: {m.string.strip()[:140]}",
                         "use a port in 1024-65535 and a --host that exists on this machine (0.0.0.0 or 127.0.0.1)")),
@@ -199,6 +205,10 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("kernel_missing", _rx(r"undefined symbol", r"No module named '(?:sgl_kernel|flashinfer|deep_gemm|triton|flash_attn)",
                                 r"Runtime check failed at", r"No such operator", r"Could not run '[^']+' with arguments from the",
                                 r"torch\.ops\.\w+ has no attribute", r"NotImplementedError"), _kernel_missing),
+    _Rule("killed_oom_killer", _rx(r"exit code: -9\)", r"exitcode=-9\b"),
+          lambda m, c: ("a scheduler was SIGKILLed during start-up (exit code -9): most likely the OS OOM killer (host RAM)",
+                        "check `dmesg -T | grep -i oom`; loading needs host RAM for the weights: fewer servers loading at "
+                        "once, more RAM/swap, or fewer loader threads (--model-loader-extra-config)")),
     _Rule("multinode_rank_load_failure", _rx(r"remote process exited or there was a network error",
                                              r"scheduler died during initialization"),
           lambda m, c: ("a peer rank went away during start-up (remote process exited): another node's or rank's launch failed",
@@ -242,10 +252,6 @@ _RULES: tuple[_Rule, ...] = (
           _const("the server loaded but its warmup request failed",
                  "read the warmup error above; if port conflicts, check that no other server owns the port; "
                  "--skip-server-warmup only hides the problem")),
-    _Rule("invalid_argument", _rx(r"error: argument [-\w]+", r"error: unrecognized arguments", r"the following arguments are required",
-                                  r"invalid choice", r"Error: --model-path is required"),
-          lambda m, c: (f"SGLang rejected an argument: {m.string.strip()[:160]}",
-                        "fix the flag in the preset's args (dflash-console check lints them)")),
 )
 
 _CODE = re.compile(r"\s|File \"|(?:raise|return|assert|if|for|with|def|async|await|yield) |[\w.\[\]]+ ?[-+*/]?= |[\w.]+\(|\^+$|[~^ ]+$")

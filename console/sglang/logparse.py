@@ -33,6 +33,7 @@ _SHARDS = re.compile(r"([A-Za-z][\w -]*?): +\d+% Completed \| (\d+)/(\d+)")
 _CAPTURE = re.compile(r"Capturing batches \(bs=(\d+)(?: avail_mem=([\d.]+) GB)?\):[^|]*\|[^|]*\| *(\d+)/(\d+)")
 _NUM_TOKENS = re.compile(r"(Capturing|Compiling) num tokens \(num_tokens=(\d+)[^)]*\):[^|]*\|[^|]*\| *(\d+)/(\d+)")
 _BARE_BAR = re.compile(r" *\d+%\|[^|]*\| *(\d+)/(\d+) \[")
+_ARGPARSE = re.compile(r"(?:[\w./-]+(?: serve)?: error: |Error: --model-path is required)")
 _COMPOSE = re.compile(r"[\w.-]+\s*\| ?")
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)? ")
 _EXITCODE = re.compile(r"exit ?code[=:] ?(-?\d+)")
@@ -126,6 +127,8 @@ class LogParser:
         if hdr is None:
             self._bare(line)
             return
+        if hdr.start and ("%|" in line[:hdr.start] or "% Completed" in line[:hdr.start]):
+            self._bar(line[:hdr.start])
         ts = hdr.ts
         self.ts = ts
         if self.first_ts is None:
@@ -176,6 +179,12 @@ class LogParser:
         st = s.lstrip()
         if st.startswith(("Traceback (most recent call last)", 'File "')) or _EXC.match(s):
             self._open_block(s, fatal=not s.startswith("KeyboardInterrupt"))
+            return
+        if _ARGPARSE.match(s):
+            self._crash_marker(s, s, None)
+            if self._crash is not None and not self._crash.exception_lines:
+                self._crash.exception_lines.append(s)
+            self.tail.append(s)
             return
         if s == "Killed":
             self._add_error(s)

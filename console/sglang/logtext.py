@@ -124,6 +124,8 @@ class Header:
     """The rank part as printed, e.g. "DP0 TP3" ("" for the main process or TP=1)."""
     end: int
     """Index in the line where the message starts."""
+    start: int = 0
+    """Index of the `[` (non-zero after a docker/kubectl prefix or a tqdm bar)."""
 
 
 def _epoch(y: int, mo: int, d: int, h: int, mi: int, s: int) -> int:
@@ -170,7 +172,7 @@ def parse_header(line: str) -> Header | None:
                 if inner and not _RANKS_OK.fullmatch(inner):
                     return None
             end = close + 2 if line[close + 1 : close + 2] == " " else close + 1
-            return Header(ts, inner.strip(), end)
+            return Header(ts, inner.strip(), end, 0)
     m = _HDR.match(line) if line.startswith("[") else None
     if m is None:
         i = line.find("[", 0, 160)
@@ -184,7 +186,7 @@ def parse_header(line: str) -> Header | None:
     ts = float(_epoch(int(y), int(mo), int(d), int(h), int(mi), int(s)))
     if frac:
         ts += int(frac) / 10 ** len(frac)
-    return Header(ts, ranks.strip() if ranks else "", m.end())
+    return Header(ts, ranks.strip() if ranks else "", m.end(), m.start())
 
 
 def find_embedded_header(line: str, start: int = 1) -> int:

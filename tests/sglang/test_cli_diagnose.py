@@ -1,0 +1,55 @@
+"""`dflash-console diagnose` through the real CLI main(): every sample, --json schema, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from console.cli import main
+
+from .samples import all_samples
+from .test_samples import EXPECTED
+
+KEYS = {"file", "phase", "shards", "crashed", "cause", "summary", "hint", "error_line", "gen_throughput", "tp_size", "timeline"}
+
+
+@pytest.mark.parametrize("path", all_samples(), ids=lambda p: p.name[:2])
+def test_every_sample_human_and_json(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    phase, cause = EXPECTED[path.name[:2]]
+    rc = main(["diagnose", str(path)])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    assert rc == (1 if cause else 0)
+    assert f": {phase}" in out.out
+    if cause:
+        assert f"cause: {cause}" in out.out and "hint: " in out.out
+    rc = main(["diagnose", "--json", str(path)])
+    obj = json.loads(capsys.readouterr().out)
+    assert KEYS <= set(obj) and obj["phase"] == phase and obj["cause"] == cause and obj["crashed"] == bool(cause)
+    assert obj["shards"] is None or set(obj["shards"]) == {"done", "total"}
+
+
+def test_several_files_give_an_array(capsys: pytest.CaptureFixture[str]) -> None:
+    paths = [str(p) for p in all_samples()]
+    assert main(["diagnose", "--json", *paths]) == 1
+    arr = json.loads(capsys.readouterr().out)
+    assert isinstance(arr, list) and len(arr) == len(paths)
+    assert main(["diagnose", "--json", paths[0], paths[1]]) == 0
+
+
+def test_unreadable_file_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.log"
+    assert main(["diagnose", str(missing), str(all_samples()[0])]) == 2
+    err = capsys.readouterr().err
+    assert str(missing) in err and "Traceback" not in err
+    assert main(["diagnose", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_binary_garbage_does_not_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "junk.log"
+    f.write_bytes(bytes(range(256)) * 50 + b"\x1b[31m" + b"x" * 2_000_000)
+    assert main(["diagnose", "--json", str(f)]) == 0
+    assert json.loads(capsys.readouterr().out)["phase"] == "launching"
