@@ -35,7 +35,7 @@ class Launched:
     fleet: Fleet
 
     def text(self) -> str:
-        return self.log.read_text() if self.log.exists() else ""
+        return self.log.read_bytes().decode(errors="replace") if self.log.exists() else ""
 
     def wait(self, pattern: str, timeout: float = 20.0) -> re.Match[str]:
         end = time.monotonic() + timeout
@@ -80,7 +80,7 @@ def launch(hosts_toml: Path, preset: str, *, args: list[str] | None = None, drop
             skip = False
             continue
         if a in drop:
-            skip = not a.startswith("--") or a in drop and _takes_value(a)
+            skip = _takes_value(a)
             continue
         kept.append(a)
     upd = {"port": port or free_port(), "args": kept + (args or []), "env": {**p.env, **(env or {})}}
