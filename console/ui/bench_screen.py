@@ -1,0 +1,171 @@
+"""BenchScreen (`b`): a concurrency sweep on the selected server with a progress bar per level, then the table.
+
+Self-contained: it needs only a FleetApi and a server name; the sweep runs as an async worker on the
+app's loop through `console.sglang.bench`, is saved to bench.jsonl and compared with the preset's
+previous run. Install with `install(app)` (sets `app.bench_runner`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Label, ProgressBar, Static
+
+from console.commands.bench import BenchTarget, target_from_state
+from console.sglang.bench import BenchSpec, LoadGenerator, append_record, load_records, make_record
+from console.sglang.benchstats import LevelResult, compare_levels, default_num_prompts, levels_of, previous_record
+
+
+def results_table(levels: Sequence[LevelResult]) -> Table:
+    """The sweep as a rich Table (numbers only; nothing from the server is rendered as markup)."""
+    t = Table(box=None, expand=False, show_edge=False, pad_edge=False, header_style="bold")
+    for col in ("C", "requests", "out tok/s", "req/s", "TTFT p50/p99 ms", "ITL p50/p99 ms", "E2E p50/p99 s", "errors"):
+        t.add_column(col, justify="right", no_wrap=True)
+
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{v * 1000:.1f}"
+
+    def s(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    for lv in levels:
+        t.add_row(str(lv.concurrency), str(lv.requests), f"{lv.output_throughput_tok_s:,.0f}",
+                  f"{lv.request_throughput_rps:.2f}", f"{ms(lv.ttft_p50_s)}/{ms(lv.ttft_p99_s)}",
+                  f"{ms(lv.itl_p50_s)}/{ms(lv.itl_p99_s)}", f"{s(lv.e2e_p50_s)}/{s(lv.e2e_p99_s)}",
+                  Text(str(lv.errors), style="bold red" if lv.errors else ""))
+    return t
+
+
+class BenchScreen(Screen[list[LevelResult] | None]):
+    """One sweep: a bar per level while it runs, the results table and the delta to the last run after."""
+
+    BINDINGS = [
+        Binding("escape,q", "close", "Close", id="bench-close", tooltip="Close (a running sweep is cancelled)."),
+        Binding("r", "rerun", "Run again", id="bench-rerun", tooltip="Run the same sweep again."),
+    ]
+    DEFAULT_CSS = """
+    BenchScreen { padding: 1 2; }
+    BenchScreen .bench-title { text-style: bold; margin-bottom: 1; }
+    BenchScreen .bench-row { height: 1; }
+    BenchScreen .bench-row Label { width: 8; }
+    BenchScreen .bench-row ProgressBar { width: 1fr; }
+    BenchScreen #bench-status { margin-top: 1; }
+    BenchScreen #bench-results { margin-top: 1; height: auto; }
+    """
+
+    def __init__(self, api: Any, server: str, *, concurrency: Sequence[int] = (1, 32, 64, 128),
+                 input_len: int = 1024, output_len: int = 256, num_prompts: int | None = None,
+                 save: bool = True) -> None:
+        super().__init__()
+        self.api = api
+        self.server = server
+        self.spec = BenchSpec(url="", concurrency=tuple(concurrency), input_len=input_len, output_len=output_len,
+                              num_prompts=num_prompts)
+        self.save = save
+        self.levels: list[LevelResult] = []
+        self.error: str | None = None
+        self.comparison: list[str] = []
+        self.running = False
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(Text(f"bench {self.server}"), classes="bench-title", id="bench-title")
+            for c in self.spec.concurrency:
+                with Horizontal(classes="bench-row"):
+                    yield Label(Text(f"C={c}"))
+                    yield ProgressBar(total=default_num_prompts(c, self.spec.num_prompts), show_eta=False,
+                                      id=f"bench-c{c}")
+            yield Static("", id="bench-status", markup=False)
+            yield Static("", id="bench-results")
+
+    def on_mount(self) -> None:
+        self.start()
+
+    def start(self) -> None:
+        if self.running:
+            return
+        for c in self.spec.concurrency:
+            self.query_one(f"#bench-c{c}", ProgressBar).update(progress=0)
+        self.query_one("#bench-results", Static).update("")
+        self.running = True
+        self._sweep()
+
+    def _status(self, text: str) -> None:
+        self.query_one("#bench-status", Static).update(Text(text))
+
+    def _progress(self, c: int, done: int, total: int) -> None:
+        self.query_one(f"#bench-c{c}", ProgressBar).update(total=total, progress=done)
+        self._status(f"C={c}: {done}/{total} requests")
+
+    async def _target(self) -> BenchTarget:
+        srv = self.api.state.servers.get(self.server)
+        if srv is None or not srv.alive:
+            raise LookupError(f"server {self.server} is not running")
+        return await target_from_state(self.api, self.server, srv.meta.preset, srv)
+
+    @work(exclusive=True, exit_on_error=False, group="bench")
+    async def _sweep(self) -> None:
+        self.error = None
+        try:
+            target = await self._target()
+            title = f"bench {target.server}" + (f" on {target.gpu_model}" if target.gpu_model else "")
+            self.query_one("#bench-title", Static).update(Text(title))
+            self._status(f"warming up {target.url} …")
+            spec = replace(self.spec, url=target.url or "", api_key=target.api_key)
+            async with LoadGenerator(spec) as g:
+                res = await g.sweep(self._progress, self._level_done)
+            self._finish(target, res.levels, res.server_info, res.model, res.fixed_output_len)
+        except Exception as e:  # shown on the screen, never a crash of the app
+            self.error = f"{type(e).__name__}: {e}"
+            self._status(f"bench failed: {self.error}")
+        finally:
+            self.running = False
+
+    def _level_done(self, lv: LevelResult) -> None:
+        self.levels.append(lv)
+        self.query_one("#bench-results", Static).update(results_table(self.levels))
+
+    def _finish(self, target: BenchTarget, levels: list[LevelResult], info: dict[str, Any], model: str,
+                fixed: bool) -> None:
+        self.levels = list(levels)
+        prev = previous_record(load_records(), target.preset, target.server)
+        self.comparison = compare_levels(levels, levels_of(prev)) if prev else []
+        if self.save:
+            append_record(make_record(server=target.server, preset=target.preset, url=target.url or "",
+                                      engine="console", levels=levels, spec=self.spec, server_args=target.server_args,
+                                      gpu_model=target.gpu_model, server_info=info, fixed_output_len=fixed,
+                                      model=model))
+        self.query_one("#bench-results", Static).update(results_table(levels))
+        parts = [f"done: {sum(lv.requests for lv in levels)} requests"]
+        if self.comparison:
+            parts.append("vs previous run: " + ", ".join(self.comparison))
+        if not fixed:
+            parts.append("(server rejected ignore_eos: answers may be shorter than the output length)")
+        self._status("  ".join(parts) + "    r: run again  esc: close")
+
+    def action_rerun(self) -> None:
+        self.levels = []
+        self.start()
+
+    def action_close(self) -> None:
+        self.workers.cancel_group(self, "bench")
+        self.dismiss(self.levels or None)
+
+
+def bench_runner(app: Any, name: str) -> None:
+    """The `b` hook: push a BenchScreen for the server on the app's FleetApi."""
+    app.push_screen(BenchScreen(app.api, name))
+
+
+def install(app: Any) -> None:
+    """Make `b` (and the palette's `server: bench`) run sweeps in this app."""
+    app.bench_runner = bench_runner

@@ -1,0 +1,110 @@
+"""BenchScreen in a Pilot run against the fake SSE peer: bars fill, table shows, run saved, compare on rerun."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.app import App
+from textual.widgets import ProgressBar, Static
+
+from benchmarks.fakesse import FakeSSEServer
+from console.config import parse_fleet
+from console.fleet.events import GpuReading, ServerMeta
+from console.fleet.state import FleetState, GpuState, ServerState
+from console.sglang.bench import load_records
+from console.ui.bench_screen import BenchScreen, install
+
+TOML = """
+[hosts.h]
+transport = "local"
+[presets.p]
+host = "h"
+gpus = [0]
+model = "/m"
+args = ["--mem-fraction-static", "0.8"]
+"""
+
+
+class FakeApi:
+    """The slice of FleetApi a BenchScreen uses."""
+
+    def __init__(self, url: str) -> None:
+        self.fleet = parse_fleet(TOML)
+        self.state = FleetState(["h"])
+        self.state.hosts["h"].gpus[0] = GpuState(GpuReading(0, name="NVIDIA H200"))
+        meta = ServerMeta("p@h:gpu0", "h", (0,), 30000, preset="p",
+                          argv=("py", "-m", "sglang.launch_server", "--model-path", "/m", "--tp-size", "1"))
+        self.state.servers[meta.name] = ServerState(meta)
+        self.url = url
+
+    async def server_url(self, name: str) -> str:
+        return self.url
+
+    def api_key_env(self, name: str) -> str | None:
+        return None
+
+
+class Host(App[None]):
+    def __init__(self, api: FakeApi) -> None:
+        super().__init__()
+        self.api = api
+        self.bench_runner = None
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeSSEServer]:
+    srv = FakeSSEServer().start()
+    yield srv
+    srv.stop()
+
+
+async def _sweep(app: Host, pilot, name: str = "p@h:gpu0") -> BenchScreen:
+    app.bench_runner(app, name)
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, BenchScreen)
+    for _ in range(200):
+        await pilot.pause(0.02)
+        if not screen.running:
+            break
+    return screen
+
+
+async def test_sweep_fills_bars_saves_and_compares(fake: FakeSSEServer, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DFLASH_STATE_DIR", str(tmp_path))
+    app = Host(FakeApi(fake.url))
+    install(app)
+    async with app.run_test(size=(120, 30)) as pilot:
+        app.bench_runner = lambda a, n: a.push_screen(BenchScreen(a.api, n, concurrency=(1, 4), input_len=8,
+                                                                  output_len=5))
+        screen = await _sweep(app, pilot)
+        assert screen.error is None
+        assert [lv.concurrency for lv in screen.levels] == [1, 4]
+        bar = screen.query_one("#bench-c4", ProgressBar)
+        assert bar.progress == bar.total == 20
+        assert "done: 25 requests" in str(screen.query_one("#bench-status", Static).render())
+        await pilot.press("r")
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if not screen.running:
+                break
+        assert screen.comparison and "at C=1" in screen.comparison[0]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, BenchScreen)
+    recs = load_records(tmp_path / "bench.jsonl")
+    assert len(recs) == 2
+    assert recs[0]["preset"] == "p" and recs[0]["gpu_model"] == "1x NVIDIA H200"
+    assert recs[0]["server_args"] == ["--model-path", "/m", "--tp-size", "1"]
+
+
+async def test_unknown_server_shows_error(fake: FakeSSEServer) -> None:
+    app = Host(FakeApi(fake.url))
+    install(app)
+    async with app.run_test() as pilot:
+        screen = await _sweep(app, pilot, "nope")
+        assert screen.error and "not running" in screen.error
+        assert "bench failed" in str(screen.query_one("#bench-status", Static).render())
