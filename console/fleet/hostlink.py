@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import shlex
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -88,7 +89,9 @@ class HostLink:
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._closing = False
-        self._telemetry_backoff = 0.0
+        path = host.env.get("PATH")
+        self._prefix = f"PATH={shlex.quote(path)}; export PATH; " if path else ""
+        """A host env PATH (sim hosts, odd installs) also applies to the console's own commands."""
 
     # -- public -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -122,7 +125,7 @@ class HostLink:
         if not await self.wait_up(wait_up):
             raise TransportError(self.name, f"host unreachable ({self.last_error or 'not connected'})", command)
         async with self._sem:
-            return await self.transport.run(command, timeout=timeout, input=input)
+            return await self.transport.run(self._prefix + command, timeout=timeout, input=input)
 
     async def forward(self, remote_host: str, port: int) -> int:
         if not await self.wait_up(10):
@@ -205,7 +208,7 @@ class HostLink:
             await self.transport.close()
 
     async def _open(self, command: str) -> tuple[RemoteStream, asyncio.Queue[bytes | None], asyncio.Task[None]]:
-        stream = await self.transport.stream(command)
+        stream = await self.transport.stream(self._prefix + command)
         self.streams_opened += 1
         q: asyncio.Queue[bytes | None] = asyncio.Queue()
         return stream, q, asyncio.create_task(_pump(stream, q))
