@@ -1,0 +1,116 @@
+"""Sim SGLang serving vs reference §2-§4: chat streaming chunks, auth, metrics names, Decode lines, the rate formula."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+
+import httpx
+import pytest
+
+from console.sim.engine import Engine, Request
+
+from .conftest import launch
+
+TS = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+
+
+def _sse(text: str) -> list[dict | str]:
+    out: list[dict | str] = []
+    for block in text.split("\n\n"):
+        if block.startswith("data: "):
+            body = block[6:]
+            out.append(body if body == "[DONE]" else json.loads(body))
+    return out
+
+
+def test_chat_stream_reasoning_usage_auth_and_metrics(sim) -> None:
+    _root, hosts = sim
+    s = launch(hosts, "qwen36-bench", args=["--api-key", "sekrit", "--enable-metrics"],
+               env={"DFLASH_SIM_TOKEN_RATE": "20000"})
+    s.wait("fired up", 30)
+    auth = {"Authorization": "bearer sekrit"}  # scheme is case-insensitive
+    assert httpx.get(f"{s.url}/health", timeout=5).status_code == 200  # /health needs no key
+    r = httpx.post(f"{s.url}/v1/chat/completions", json={"messages": []}, timeout=5)
+    assert r.status_code == 401 and r.json() == {"error": "Unauthorized"}
+    body = {"model": "m", "messages": [{"role": "user", "content": "Why is the sky blue?"}], "stream": True,
+            "max_tokens": 40, "stream_options": {"include_usage": True}}
+    chunks = _sse(httpx.post(f"{s.url}/v1/chat/completions", json=body, headers=auth, timeout=10).text)
+    assert chunks[-1] == "[DONE]"
+    first, *mid, finish, usage, _ = chunks
+    assert first["choices"][0]["delta"] == {"reasoning_content": None, "role": "assistant", "content": ""}
+    assert set(first) == {"id", "object", "created", "model", "choices"} and re.fullmatch(r"[0-9a-f]{32}", first["id"])
+    assert first["object"] == "chat.completion.chunk" and first["model"] == "m"
+    assert set(first["choices"][0]) == {"index", "delta", "logprobs", "finish_reason", "matched_stop"}
+    reasoning = [c for c in mid if "content" not in c["choices"][0]["delta"]]
+    content = [c for c in mid if c["choices"][0]["delta"].get("content") is not None]
+    assert reasoning and all(isinstance(c["choices"][0]["delta"]["reasoning_content"], str) for c in reasoning)
+    assert mid.index(reasoning[-1]) < mid.index(content[0])
+    assert finish["choices"][0]["delta"] == {"reasoning_content": None} and finish["choices"][0]["finish_reason"] == "length"
+    assert usage["choices"] == [] and usage["usage"]["completion_tokens"] == 40
+    assert usage["usage"]["total_tokens"] == usage["usage"]["prompt_tokens"] + 40
+    assert set(usage["usage"]) == {"prompt_tokens", "total_tokens", "completion_tokens", "prompt_tokens_details",
+                                   "reasoning_tokens"}
+    # enable_thinking=false: no reasoning at all; ignore_eos honours max_tokens exactly.
+    r = httpx.post(f"{s.url}/v1/chat/completions", headers=auth, timeout=10, json={
+        "messages": [{"role": "user", "content": "hi"}], "max_tokens": 300, "ignore_eos": True,
+        "chat_template_kwargs": {"enable_thinking": False}}).json()
+    msg = r["choices"][0]["message"]
+    assert msg["reasoning_content"] is None and r["usage"]["completion_tokens"] == 300
+    gen = httpx.post(f"{s.url}/generate", headers=auth, timeout=10,
+                     json={"text": "Hello", "sampling_params": {"max_new_tokens": 5}}).json()
+    assert gen["meta_info"]["finish_reason"] == {"type": "length", "length": 5} and len(gen["output_ids"]) == 5
+    models = httpx.get(f"{s.url}/v1/models", headers=auth, timeout=5).json()
+    assert models["data"][0]["owned_by"] == "sglang" and models["data"][0]["max_model_len"] == 8192
+    metrics = httpx.get(f"{s.url}/metrics", timeout=5).text  # /metrics needs no key either
+    label = r'\{engine_type="unified",model_name="[^"]+",moe_ep_rank="0",pp_rank="0",tp_rank="0"\}'
+    for name in ("num_running_reqs", "num_queue_reqs", "gen_throughput", "token_usage", "max_total_num_tokens"):
+        assert re.search(rf"^sglang:{name}{label} [\d.e+-]+$", metrics, re.M), name
+    assert re.search(r'^sglang:generation_tokens_total\{engine_type="unified",model_name="[^"]+"\} (\d+)\.0$',
+                     metrics, re.M)
+    assert re.search(r'^sglang:time_to_first_token_seconds_bucket\{.*le="\+Inf"\} ', metrics, re.M)
+    flushed = httpx.post(f"{s.url}/flush_cache", headers=auth, timeout=5)
+    assert flushed.status_code == 200 and flushed.text.startswith("Cache flushed.\n")
+    s.wait(rf'^\[{TS}\] INFO:     127\.0\.0\.1:\d+ - "POST /v1/chat/completions HTTP/1\.1" 401 Unauthorized$')
+    s.wait(r"Cache flushed successfully!")
+
+
+def test_decode_batch_lines_under_load(sim) -> None:
+    _root, hosts = sim
+    s = launch(hosts, "qwen36-bench", env={"DFLASH_SIM_TOKEN_RATE": "50000"})
+    s.wait("fired up", 30)
+
+    async def burst() -> None:
+        async with httpx.AsyncClient(timeout=30) as c:
+            await asyncio.gather(*[c.post(f"{s.url}/generate", json={
+                "text": "x" * 400, "sampling_params": {"max_new_tokens": 100, "ignore_eos": True}}) for _ in range(16)])
+
+    asyncio.run(burst())
+    m = s.wait(rf"^\[{TS}\] Decode batch, #running-req: (\d+), #full token: (\d+), full token usage: \d\.\d\d, mamba num: "
+               r"\d+, mamba usage: \d\.\d\d, cuda graph: True, gen throughput \(token/s\): (\d+\.\d\d), #queue-req: \d+$")
+    assert int(m.group(1)) >= 1 and int(m.group(2)) > 100 and float(m.group(3)) > 0
+    assert re.search(r"Prefill batch, #new-seq: \d+, #new-token: \d+, ", s.text())
+
+
+@pytest.mark.parametrize("conc", [1, 8, 32])
+def test_rate_formula_matches_measured_throughput(conc: int) -> None:
+    """total_tok_s(C) = a * P * C / (C + H): the batcher's measured total throughput follows it."""
+
+    async def run() -> float:
+        e = Engine(peak_per_gpu=4000.0, tp=1, half=8.0, max_running=256, max_tokens=10**6, prefix="", hybrid=False,
+                   mamba_slots=1, log_interval=10**6)
+        task = asyncio.create_task(e.run())
+        reqs = [Request(prompt_tokens=1, max_new_tokens=120, ignore_eos=True) for _ in range(conc)]
+        t0 = time.perf_counter()
+        for r in reqs:
+            e.submit(r)
+        for r in reqs:
+            while await r.out.get() is not None:
+                pass
+        dt = time.perf_counter() - t0
+        task.cancel()
+        return conc * 120 / dt / e.total_tok_s(conc)
+
+    assert 0.8 < asyncio.run(run()) < 1.1
