@@ -83,6 +83,9 @@ class LogParser:
         self.exit_status: int | None = None
         self.exit_signal: int | None = None
         self._labels: set[str] = set()
+        self._last_decode: str | None = None
+        self._last_prefill: str | None = None
+        self._last_batch: str | None = None
 
     # --- input ------------------------------------------------------------------------------------
 
@@ -123,7 +126,7 @@ class LogParser:
 
     def _line(self, line: str) -> None:
         self.lines += 1
-        hdr = parse_header(line) if "[" in line[:160] else None
+        hdr = parse_header(line) if line[:1] == "[" or line.find("[", 0, 160) >= 0 else None
         if hdr is None:
             self._bare(line)
             return
@@ -368,59 +371,81 @@ class LogParser:
 
     # --- runtime stats ----------------------------------------------------------------------------
 
-    def _batch_common(self, pairs: dict[str, str]) -> None:
-        st = self.stats
-        st.last_batch_ts = self.ts
-        v = pairs.get("#running-req")
-        if v is not None:
-            st.running_reqs = to_int(v)
-        v = pairs.get("#queue-req")
-        if v is not None:
-            st.queue_reqs = to_int(v)
-        usage = {k: f for k, val in pairs.items() if k.endswith("usage") and (f := to_float(val)) is not None}
-        if usage:
-            st.usage = usage
-            st.token_usage = max(v for k, v in usage.items() if k != "pre-allocated usage") if len(usage) > 1 else next(iter(usage.values()))
-        g = pairs.get("cuda graph")
-        if g is not None:
-            st.cuda_graph = g == "True"
+    # Batch lines can arrive by the hundred per second: per line only counters, the serving transition and
+    # the throughput window are updated (find + float); the full key: value parse of the latest lines runs
+    # when a snapshot is taken.
+
+    def _batch_seen(self) -> None:
+        self.stats.last_batch_ts = self.ts
         if self._http is not Phase.SERVING and (self._http.order >= Phase.READY.order or (not self.ranks and self._http is Phase.LAUNCHING)):
             self._set_http(Phase.SERVING)
         if self._crash is None and self._last_block is not None:
             self._last_block = None
 
     def _decode(self, msg: str) -> None:
-        pairs = parse_pairs(msg)
-        st = self.stats
-        st.decode_lines += 1
-        st.extra = pairs
-        self._batch_common(pairs)
-        t = to_float(pairs.get("gen throughput (token/s)"))
-        if t is not None:
-            st.gen_throughput = t
-            self._gen.append(t)
-            st.gen_throughput_avg = round(sum(self._gen) / len(self._gen), 2)
-        n = pairs.get("#token") or pairs.get("#full token")
-        if n is not None:
-            st.num_tokens = to_int(n)
-        a = pairs.get("accept len")
-        if a is not None:
-            st.accept_len = to_float(a)
-            st.accept_rate = to_float(pairs.get("accept rate"))
+        self.stats.decode_lines += 1
+        self._last_decode = self._last_batch = msg
+        i = msg.find("gen throughput (token/s): ")
+        if i >= 0:
+            j = msg.find(",", i + 26)
+            t = to_float(msg[i + 26:] if j < 0 else msg[i + 26:j])
+            if t is not None:
+                self._gen.append(t)
+        self._batch_seen()
 
     def _prefill(self, msg: str) -> None:
-        pairs = parse_pairs(msg)
         st = self.stats
         st.prefill_lines += 1
-        self._batch_common(pairs)
-        st.new_tokens += to_int(pairs.get("#new-token")) or 0
-        st.cached_tokens += to_int(pairs.get("#cached-token")) or 0
-        t = to_float(pairs.get("input throughput (token/s)"))
-        if t is not None:
-            st.input_throughput = t
-        h = pairs.get("cache hit rate")
-        if h is not None:
-            st.cache_hit_rate = to_float(h)
+        self._last_prefill = self._last_batch = msg
+        st.new_tokens += _field_int(msg, "#new-token: ")
+        st.cached_tokens += _field_int(msg, "#cached-token: ")
+        self._batch_seen()
+
+    def _materialize(self) -> None:
+        """Fill Stats from the latest batch lines (cheap: a few lines, once per snapshot)."""
+        st = self.stats
+        if self._last_prefill is not None:
+            pp = parse_pairs(self._last_prefill)
+            t = to_float(pp.get("input throughput (token/s)"))
+            if t is not None:
+                st.input_throughput = t
+            h = pp.get("cache hit rate")
+            if h is not None:
+                st.cache_hit_rate = to_float(h)
+        if self._last_decode is not None:
+            dp = parse_pairs(self._last_decode)
+            st.extra = dp
+            st.gen_throughput = to_float(dp.get("gen throughput (token/s)"))
+            if self._gen:
+                st.gen_throughput_avg = round(sum(self._gen) / len(self._gen), 2)
+            n = dp.get("#token") or dp.get("#full token")
+            if n is not None:
+                st.num_tokens = to_int(n)
+            a = dp.get("accept len")
+            if a is not None:
+                st.accept_len = to_float(a)
+                st.accept_rate = to_float(dp.get("accept rate"))
+        if self._last_batch is not None:
+            pairs = parse_pairs(self._last_batch)
+            v = pairs.get("#running-req")
+            if v is not None:
+                st.running_reqs = to_int(v)
+            v = pairs.get("#queue-req")
+            if v is not None:
+                st.queue_reqs = to_int(v)
+            usage: dict[str, float] = {}
+            for k, val in pairs.items():
+                if k[-5:] == "usage":
+                    f = to_float(val)
+                    if f is not None:
+                        usage[k] = f
+            if usage:
+                st.usage = usage
+                real = [v for k, v in usage.items() if k != "pre-allocated usage"] or list(usage.values())
+                st.token_usage = max(real)
+            g = pairs.get("cuda graph")
+            if g is not None:
+                st.cuda_graph = g == "True"
 
     # --- phases -----------------------------------------------------------------------------------
 
@@ -565,8 +590,14 @@ class LogParser:
     def crash_info(self) -> CrashInfo | None:
         return self._crash if self._crash is not None else (self._pending() if self._terminal is None else None)
 
+    def current_stats(self) -> Stats:
+        """The live Stats object, brought up to date (no copy; cheaper than a snapshot)."""
+        self._materialize()
+        return self.stats
+
     def snapshot(self) -> LogSummary:
         """A deep copy of the current view."""
+        self._materialize()
         crash = self.crash_info()
         phase = Phase.CRASHED if crash is not None else self.phase
         timeline = dict(self.timeline)
@@ -581,6 +612,18 @@ class LogParser:
             stopped_reason=self.stopped_reason if phase is Phase.STOPPED else None, errors=list(self.errors),
             events=list(self.events), lines=self.lines, first_ts=self.first_ts, last_ts=self.ts, tail=list(self.tail),
         )
+
+
+def _field_int(msg: str, key: str) -> int:
+    i = msg.find(key)
+    if i < 0:
+        return 0
+    i += len(key)
+    j = msg.find(",", i)
+    try:
+        return int(msg[i:] if j < 0 else msg[i:j])
+    except ValueError:
+        return 0
 
 
 def parse_text(text: str | bytes) -> LogSummary:

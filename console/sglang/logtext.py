@@ -10,7 +10,7 @@ from __future__ import annotations
 import calendar
 import codecs
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 MAX_LINE = 16_384
 """Characters kept per line; the rest of a longer line is dropped."""
@@ -115,9 +115,8 @@ _RANK = re.compile(r"([A-Z][A-Z_]*?)(\d+)")
 _DAY_CACHE: dict[tuple[int, int, int], int] = {}
 
 
-@dataclass(frozen=True, slots=True)
-class Header:
-    """The parsed `[ts ranks]` prefix of one record."""
+class Header(NamedTuple):
+    """The parsed `[ts ranks]` prefix of one record (a NamedTuple: built once per line, so cheap)."""
 
     ts: float
     ranks: str
@@ -211,12 +210,18 @@ def parse_pairs(msg: str) -> dict[str, str]:
 
     Generic on purpose: hybrid SWA/Mamba pools and newer versions add keys the parser need not know.
     """
+    parts = msg.split(", ")
     out: dict[str, str] = {}
-    for part in msg.split(", "):
-        k, sep, v = part.rpartition(": ")
-        if sep:
-            k = k.rpartition(". ")[2] if ". " in k else k
-            out[k.strip()] = v.strip().rstrip(",")
+    first = parts[0]
+    i = first.find(": ")
+    if i >= 0:  # old wording: "Prefill batch. #new-seq: 1"
+        k = first[:i]
+        j = k.rfind(". ")
+        out[k[j + 2:] if j >= 0 else k] = first[i + 2:]
+    for part in parts[1:]:
+        i = part.rfind(": ")
+        if i > 0:
+            out[part[:i]] = part[i + 2:]
     return out
 
 
@@ -224,9 +229,12 @@ def to_float(v: str | None) -> float | None:
     if v is None:
         return None
     try:
-        return float(v.rstrip("%"))
+        return float(v)
     except ValueError:
-        return None
+        try:
+            return float(v.strip().rstrip(",%"))
+        except ValueError:
+            return None
 
 
 def to_int(v: str | None) -> int | None:
