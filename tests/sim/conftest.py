@@ -69,7 +69,7 @@ def sim(tmp_path: Path):
 
 def launch(hosts_toml: Path, preset: str, *, args: list[str] | None = None, drop: tuple[str, ...] = (),
            env: dict[str, str] | None = None, gpus: list[int] | None = None, model: str | None = None,
-           port: int | None = None) -> Launched:
+           port: int | None = None, update: dict | None = None) -> Launched:
     """Launch a preset exactly as the console would: plan_launch's command, run by /bin/sh."""
     fleet = load_fleet(hosts_toml)
     p = fleet.presets[preset]
@@ -86,6 +86,7 @@ def launch(hosts_toml: Path, preset: str, *, args: list[str] | None = None, drop
     upd = {"port": port or free_port(), "args": kept + (args or []), "env": {**p.env, **(env or {})}}
     if model:
         upd["model"] = model
+    upd.update(update or {})
     fleet = fleet.model_copy(update={"presets": {**fleet.presets, preset: p.model_copy(update=upd)}})
     plan = plan_launch(fleet, preset, f"t{time.monotonic_ns()}", gpus)[0]
     out = subprocess.run(["/bin/sh", "-c", plan.command], capture_output=True, text=True, check=True, timeout=10)
