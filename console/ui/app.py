@@ -59,11 +59,20 @@ class DflashApp(ActionsMixin, App[int]):
         self._seen_version = -1
         loaded = load_themes()
         self.theme_problems = loaded.problems
+        self._install_bench()
         for t in loaded.themes:
             self.register_theme(t)
         self._wanted_theme = theme or self.fleet.console.theme or DEFAULT_THEME
         if self.fleet.keymap:
             self.set_keymap(dict(self.fleet.keymap))
+
+    def _install_bench(self) -> None:
+        """`b` comes from the bench feature when it is present (console.ui.bench_screen.install)."""
+        try:
+            from console.ui.bench_screen import install
+        except ImportError:
+            return
+        install(self)
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -104,6 +113,9 @@ class DflashApp(ActionsMixin, App[int]):
         await self.api.start()
         self.status_line = ""
         self.post_message(FleetChanged())
+        if self.demo is not None:
+            self.run_worker(self.demo.after_start(self.api), name="demo-scene", group="demo", exit_on_error=False,
+                            description="demo: opening servers")
 
     def _on_events(self, events: list[Event], notices: list[Notice]) -> None:
         """Controller listener (on the loop): repaint once per batch, toast the notices."""

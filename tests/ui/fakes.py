@@ -66,8 +66,10 @@ class ScriptedLog:
     def note_gap(self, nbytes: int) -> None:
         self.gaps += 1
 
-    def finish(self, exit_status: int | None, signal: str | None) -> None:
-        if self.phase != "stopped":
+    def finish(self, exit_status: int | None, signal: str | int | None, stop_requested: bool = False) -> None:
+        if stop_requested:
+            self.phase = "stopped"
+        elif self.phase != "stopped":
             self.phase = "crashed"
 
 
