@@ -107,7 +107,7 @@ async def test_stream_ends_with_the_process(ssh_host: SshTestHost) -> None:
 async def test_channel_count_tracks_concurrent_runs(ssh_host: SshTestHost) -> None:
     t = await _connected(ssh_host)
     try:
-        runs = [asyncio.create_task(t.run("sleep 0.3")) for _ in range(8)]
+        runs = [asyncio.create_task(t.run("sleep 1")) for _ in range(8)]
         await asyncio.sleep(0.15)
         assert t.open_channels == 8
         assert all(r.ok for r in await asyncio.gather(*runs))
@@ -191,3 +191,19 @@ def test_ps_on_a_test_host_shows_only_its_processes(ssh_host: SshTestHost) -> No
         pytest.skip("PID namespaces need root")
     out = ssh_host.ps()
     assert "pytest" not in out and "hostinit.py" in out.splitlines()[1]
+
+
+async def test_proxy_jump_goes_through_the_bastion(ssh_host_factory, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    bastion, target = ssh_host_factory("bastion"), ssh_host_factory("inner")
+    cfg = tmp_path / "jump_config"
+    cfg.write_text(f"Host {bastion.address}\n  Port {bastion.port}\n  IdentityFile {bastion.client_key}\n"
+                   f"  UserKnownHostsFile {bastion.known_hosts}\n")
+    monkeypatch.setenv("DFLASH_SSH_CONFIG", str(cfg))
+    t = SshTransport("inner", target.host_config(proxy_jump=f"{bastion.user}@{bastion.address}"))
+    await t.connect()
+    try:
+        assert (await t.run("echo $FAKEHOST")).stdout == "inner\n"
+        assert bastion.session_pids()  # the link really runs through the bastion's sshd
+    finally:
+        await t.close()
