@@ -168,7 +168,7 @@ async def wait_for_server(api: Any, name: str, timeout_s: float = 20.0) -> Any:
 
 
 async def connect_target(api: Any, name: str, wait_s: float = 20.0) -> BenchTarget:
-    """Start the controller, resolve NAME, wait for the server and fill in URL, args, GPU model, key."""
+    """Start the controller, resolve NAME, wait for the server (and its GPU telemetry, ≤ 5 s), fill in the target."""
     await api.start()
     fleet = api.fleet
     try:
@@ -177,6 +177,11 @@ async def connect_target(api: Any, name: str, wait_s: float = 20.0) -> BenchTarg
         await asyncio.sleep(min(wait_s, 3.0))
         server, preset = resolve_name(fleet, name, list(api.state.servers))
     srv = await wait_for_server(api, server, wait_s)
+    hs = api.state.hosts.get(srv.meta.host)
+    for _ in range(50):
+        if hs is None or any(g in hs.gpus for g in srv.meta.gpus):
+            break
+        await asyncio.sleep(0.1)
     return await target_from_state(api, server, preset or srv.meta.preset, srv)
 
 
@@ -238,16 +243,14 @@ async def run_engine_sglang(api: Any, target: BenchTarget, spec: BenchSpec,
 
 
 def remote_runner(api: Any, host: str) -> Callable[..., Any]:
-    """`run(command, timeout, input)` on the host through the controller's transport for it."""
-    link = getattr(api, "links", {}).get(host) if isinstance(getattr(api, "links", None), dict) else None
-    transport = getattr(link, "transport", None) if link is not None else None
-    if transport is None and hasattr(api, "transport"):
-        transport = api.transport(host)
-    if transport is None:
-        raise RuntimeError(f"no transport to host {host} from the fleet controller")
+    """`run(command, timeout, input)` on the host through the controller's link (its transport) for it."""
+    links = getattr(api, "links", None)
+    link = links.get(host) if isinstance(links, dict) else None
+    if link is None or not hasattr(link, "run"):
+        raise RuntimeError(f"no link to host {host} from the fleet controller")
 
     async def run_cmd(command: str, timeout: float, input: str | None) -> Any:
-        return await transport.run(command, timeout=timeout, input=input)
+        return await link.run(command, timeout=timeout, input=input)
 
     return run_cmd
 

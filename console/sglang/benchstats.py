@@ -141,6 +141,12 @@ def _pct(new: float, old: float) -> float | None:
     return None if old <= 0 else (new - old) / old * 100.0
 
 
+def _signed(pct: float) -> str:
+    """+12% / -5% / ±0% (never "-0%")."""
+    r = round(pct)
+    return "±0%" if r == 0 else f"{r:+d}%"
+
+
 def compare_levels(current: Sequence[LevelResult], previous: Sequence[LevelResult]) -> list[str]:
     """One phrase per shared concurrency level, e.g. "+12% tok/s at C=64 (TTFT p50 -5%)"."""
     prev = {lv.concurrency: lv for lv in previous}
@@ -152,11 +158,11 @@ def compare_levels(current: Sequence[LevelResult], previous: Sequence[LevelResul
         d = _pct(lv.output_throughput_tok_s, old.output_throughput_tok_s)
         if d is None:
             continue
-        text = f"{d:+.0f}% tok/s at C={lv.concurrency}"
+        text = f"{_signed(d)} tok/s at C={lv.concurrency}"
         if lv.ttft_p50_s is not None and old.ttft_p50_s:
             t = _pct(lv.ttft_p50_s, old.ttft_p50_s)
             if t is not None:
-                text += f" (TTFT p50 {t:+.0f}%)"
+                text += f" (TTFT p50 {_signed(t)})"
         out.append(text)
     return out
 

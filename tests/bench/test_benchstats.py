@@ -105,3 +105,7 @@ def test_previous_record_same_preset_and_engine_newest() -> None:
     assert previous_record(recs, "a", "", engine="sglang")["server"] == "a@h:gpu1"
     assert previous_record(recs, None, "http://x:1")["time"].startswith("2026-01-05")
     assert previous_record(recs, "zzz", "") is None
+
+
+def test_compare_never_prints_minus_zero() -> None:
+    assert compare_levels([_lv(1, 99.8, 0.1)], [_lv(1, 100, 0.1)]) == ["±0% tok/s at C=1 (TTFT p50 ±0%)"]
