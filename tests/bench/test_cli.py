@@ -1,0 +1,87 @@
+"""`dflash-console bench` end to end on a sim fleet: NAME resolution, --json shape, saved history, compare line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from console.cli import main
+from console.commands.bench import resolve_name
+from console.config import load_fleet, parse_fleet
+from console.fleet.controller import FleetController
+from console.sglang.benchstats import LEVEL_KEYS
+from console.sim.fleet import sim_down, sim_up
+from tests.bench.simserver import free_port
+
+TOML = """
+[hosts.h]
+transport = "local"
+[presets.one]
+host = "h"
+gpus = [0]
+model = "/m"
+[presets.four]
+host = "h"
+gpus = [0, 1, 2, 3]
+tp = 1
+model = "/m"
+port = 31000
+"""
+
+
+def test_resolve_name_replica_preset_live_and_hint() -> None:
+    fleet = parse_fleet(TOML)
+    assert resolve_name(fleet, "one") == ("one@h:gpu0", "one")
+    assert resolve_name(fleet, "four") == ("four@h:gpu0", "four")
+    assert resolve_name(fleet, "four@h:gpu2") == ("four@h:gpu2", "four")
+    assert resolve_name(fleet, "ext@h:1234", ["ext@h:1234"]) == ("ext@h:1234", None)
+    with pytest.raises(LookupError, match="did you mean 'four'"):
+        resolve_name(fleet, "fours")
+
+
+@pytest.fixture
+def sim_fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("DFLASH_SIM_TOKEN_RATE", "4000")
+    monkeypatch.setenv("DFLASH_STATE_DIR", str(tmp_path / "state"))
+    toml = sim_up(tmp_path / "sim", hosts=("blackwell",), time_scale=0.01)
+    toml.write_text(toml.read_text().replace("port = 31000", f"port = {free_port()}"))
+
+    async def launch() -> None:
+        async with FleetController(load_fleet(toml)) as c:
+            await c.wait_hosts(10)
+            out = await c.launch("qwen36-bench", wait=True)
+            assert out.ok, out.message
+
+    try:
+        asyncio.run(launch())
+        yield toml
+    finally:
+        sim_down(tmp_path / "sim")
+
+
+def test_bench_cli_json_and_compare(sim_fleet: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--hosts", str(sim_fleet), "bench", "qwen36-bench", "--concurrency", "1,4", "--output-len", "16",
+            "--input-len", "16"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["server"] == "qwen36-bench@blackwell:gpu0" and out["preset"] == "qwen36-bench"
+    assert [lv["concurrency"] for lv in out["levels"]] == [1, 4]
+    assert all(list(lv) == list(LEVEL_KEYS) for lv in out["levels"])
+    assert out["levels"][1]["requests"] == 20 and out["levels"][1]["errors"] == 0
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "tok/s at C=4" in text and "vs previous run" in text
+    lines = (tmp_path / "state" / "bench.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    assert len(lines) == 2 and rec["gpu_model"].endswith("NVIDIA RTX PRO 6000 Blackwell Server Edition")
+    assert "--mamba-scheduler-strategy" in rec["server_args"] and "api_key" not in rec["server_info"]
+
+
+def test_bench_cli_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "http://127.0.0.1:9", "--concurrency", "0"]) == 2
+    assert main(["bench", "http://127.0.0.1:9", "--engine", "sglang"]) == 2
+    assert "needs a server or preset" in capsys.readouterr().err
