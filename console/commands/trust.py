@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.yes and not _confirm(info):
         print("not trusted")
         return EXIT_DECLINED
-    path = add_trusted(info)
+    path = add_trusted(info.key_line)
     print(f"trusted: added to {path}")
     return EXIT_TRUSTED
 

@@ -64,6 +64,10 @@ class LocalStream:
     def exit_status(self) -> int | None:
         return _status(self._proc.returncode)
 
+    @property
+    def running(self) -> bool:
+        return self._proc.returncode is None
+
 
 class _Relay:
     """A 127.0.0.1 listener relaying to a non-loopback host:port (what a forward means locally)."""
@@ -112,6 +116,7 @@ class LocalTransport:
         self._connected = False
         self._relays: dict[tuple[str, int], tuple[_Relay, int]] = {}
         self._streams: set[LocalStream] = set()
+        self._runs = 0
 
     async def connect(self) -> None:
         self._closed = asyncio.Event()
@@ -130,7 +135,9 @@ class LocalTransport:
 
     @property
     def open_channels(self) -> int:
-        return sum(s.exit_status is None and s._proc.returncode is None for s in self._streams)
+        """Commands and streams running now (the same count SshTransport keeps against MaxSessions)."""
+        self._streams = {s for s in self._streams if s.running}
+        return self._runs + len(self._streams)
 
     async def wait_closed(self) -> None:
         if self._connected:
@@ -143,22 +150,28 @@ class LocalTransport:
     async def run(self, command: str, *, timeout: float | None = 30.0, input: str | None = None) -> CommandResult:
         self._require(command)
         start = time.monotonic()
-        proc = await asyncio.create_subprocess_exec(
-            SHELL, "-c", command, start_new_session=True,
-            stdin=asyncio.subprocess.DEVNULL if input is None else asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        self._runs += 1
         try:
-            out, err = await asyncio.wait_for(
-                proc.communicate(None if input is None else input.encode()), timeout)
-        except TimeoutError:
-            await _kill_group(proc)
-            if self.on_command is not None:
-                self.on_command(CommandResult(self.host, command, None, "", f"timed out after {timeout:g}s",
-                                              time.monotonic() - start))
-            raise TransportError(self.host, f"timed out after {timeout:g}s", command) from None
-        except asyncio.CancelledError:
-            await _kill_group(proc)
-            raise
+            proc = await asyncio.create_subprocess_exec(
+                SHELL, "-c", command, start_new_session=True,
+                stdin=asyncio.subprocess.DEVNULL if input is None else asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            try:
+                out, err = await asyncio.wait_for(
+                    proc.communicate(None if input is None else input.encode()), timeout)
+            except TimeoutError:
+                await _kill_group(proc)
+                if self.on_command is not None:
+                    self.on_command(CommandResult(self.host, command, None, "", f"timed out after {timeout:g}s",
+                                                  time.monotonic() - start))
+                raise TransportError(self.host, f"timed out after {timeout:g}s", command) from None
+            except asyncio.CancelledError:
+                await _kill_group(proc)
+                raise
+        except OSError as e:
+            raise TransportError(self.host, f"cannot start {SHELL}: {e.strerror}", command) from None
+        finally:
+            self._runs -= 1
         result = CommandResult(self.host, command, _status(proc.returncode),
                                out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace"),
                                time.monotonic() - start)
@@ -172,7 +185,7 @@ class LocalTransport:
             SHELL, "-c", command, start_new_session=True, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
         s = LocalStream(proc)
-        self._streams = {x for x in self._streams if x._proc.returncode is None} | {s}
+        self._streams.add(s)
         return s
 
     async def forward_local(self, remote_host: str, remote_port: int) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import asyncssh
@@ -39,7 +39,7 @@ def _text(data: Any) -> str:
 class SshStream:
     """A remote process on its own channel; close() closes the channel, which ends `tail -F` (SIGPIPE)."""
 
-    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], release: Any) -> None:
+    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], release: Callable[[], None]) -> None:
         self._proc = proc
         self._release = release
         self._released = False
@@ -89,6 +89,7 @@ class SshTransport:
         self._conn: asyncssh.SSHClientConnection | None = None
         self._forwards: dict[tuple[str, int], asyncssh.SSHListener] = {}
         self._channels = 0
+        self._generation = 0  # bumps on every connect, so channels of a dead link never skew the count
 
     # -- connection ----------------------------------------------------------------------------
 
@@ -137,16 +138,18 @@ class SshTransport:
         self._conn = conn
         self._forwards = {}
         self._channels = 0
+        self._generation += 1
 
     async def fetch_host_key(self) -> HostKeyInfo:
         """Fetch the server's key WITHOUT trusting it, and compare it with the trusted keys."""
         kw = self.connect_kwargs()
         opts = await asyncssh.SSHClientConnectionOptions.construct(
-            host=self.config.address, port=kw.get("port", ()), config=kw["config"], known_hosts=kw["known_hosts"])
+            host=self.config.address, port=kw.get("port", ()), config=kw["config"], known_hosts=kw["known_hosts"],
+            connect_timeout=self.connect_timeout)
         try:
             key = await asyncssh.get_server_host_key(
                 self.config.address, kw.get("port", ()), tunnel=kw.get("tunnel", ()), config=kw["config"],
-                options=asyncssh.SSHClientConnectionOptions(connect_timeout=self.connect_timeout))
+                options=opts)
         except TimeoutError:
             raise TransportError(self.host, f"fetching the host key of {self.config.address} timed out") from None
         except (OSError, asyncssh.Error) as e:
@@ -207,7 +210,7 @@ class SshTransport:
         conn = self._require(command)
         start = time.monotonic()
         proc: asyncssh.SSHClientProcess[bytes] | None = None
-        self._channels += 1
+        release = self._take_channel()
         try:
             proc = await conn.create_process(command, input=None if input is None else input.encode(),
                                              encoding=None)
@@ -219,7 +222,7 @@ class SshTransport:
             self._record(command, start, f"link lost: {_describe(e)}")
             raise TransportError(self.host, f"link lost: {_describe(e)}", command) from None
         finally:
-            self._channels -= 1
+            release()
             if proc is not None:
                 proc.close()
         if done.exit_status is None and done.exit_signal is None:
@@ -237,16 +240,26 @@ class SshTransport:
 
     async def stream(self, command: str) -> SshStream:
         conn = self._require(command)
-        self._channels += 1
+        release = self._take_channel()
         try:
             proc = await conn.create_process(command, encoding=None, stdin=asyncssh.DEVNULL, stderr=asyncssh.DEVNULL)
         except (OSError, asyncssh.Error) as e:
-            self._channels -= 1
+            release()
             raise TransportError(self.host, f"cannot open a channel: {_describe(e)}", command) from None
-        return SshStream(proc, self._release_channel)
+        return SshStream(proc, release)
 
-    def _release_channel(self) -> None:
-        self._channels -= 1
+    def _take_channel(self) -> Callable[[], None]:
+        """Count one session channel; the returned callable gives it back (once, and only to its own link)."""
+        self._channels += 1
+        generation, done = self._generation, False
+
+        def release() -> None:
+            nonlocal done
+            if not done and generation == self._generation:
+                self._channels -= 1
+            done = True
+
+        return release
 
     async def forward_local(self, remote_host: str, remote_port: int) -> int:
         conn = self._require()

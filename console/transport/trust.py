@@ -69,14 +69,16 @@ def describe_host_key(host_name: str, key: asyncssh.SSHKey, address: str, port: 
     )
 
 
-def add_trusted(info: HostKeyInfo, path: Path | None = None) -> Path:
-    """Append the key line to the console's trust file, replacing that file's old lines for the host."""
+def add_trusted(key_line: str, path: Path | None = None) -> Path:
+    """Append a known_hosts line (HostKeyInfo.key_line / HostKeyError.key_line) to the console's trust file,
+    replacing that file's older lines for the same host pattern."""
+    pattern = key_line.split(" ", 1)[0]
     path = path or console_known_hosts()
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = path.read_text().splitlines() if path.exists() else []
-    kept = [ln for ln in lines if ln.split(" ", 1)[0] != info.pattern or ln == info.key_line]
-    if info.key_line not in kept:
-        kept.append(info.key_line)
+    kept = [ln for ln in lines if ln.split(" ", 1)[0] != pattern or ln == key_line]
+    if key_line not in kept:
+        kept.append(key_line)
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(ln + "\n" for ln in kept))
     os.chmod(tmp, 0o600)

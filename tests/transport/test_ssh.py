@@ -207,3 +207,41 @@ async def test_proxy_jump_goes_through_the_bastion(ssh_host_factory, tmp_path: P
         assert bastion.session_pids()  # the link really runs through the bastion's sshd
     finally:
         await t.close()
+
+
+async def test_agent_is_used_when_ssh_auth_sock_is_set(ssh_host: SshTestHost, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if sock.exists():
+                break
+            await asyncio.sleep(0.01)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        subprocess.run(["ssh-add", "-q", str(ssh_host.client_key)], check=True, capture_output=True)
+        monkeypatch.setenv("HOME", str(tmp_path))  # no default ~/.ssh keys to fall back on
+        t = SshTransport("agent", ssh_host.host_config(identity=None))
+        await t.connect()
+        try:
+            assert (await t.run("echo via agent")).ok
+        finally:
+            await t.close()
+    finally:
+        agent.kill()
+        agent.wait()
+
+
+async def test_channel_count_survives_a_reconnect(ssh_host: SshTestHost) -> None:
+    t = await _connected(ssh_host)
+    try:
+        s = await t.stream("exec sleep 30")
+        assert t.open_channels == 1
+        await t.connect()  # a new link: the old stream's channel is gone with the old connection
+        assert t.open_channels == 0
+        await s.close()
+        assert t.open_channels == 0
+    finally:
+        await t.close()
