@@ -124,7 +124,7 @@ def test_port_taken_fails_after_loading(sim) -> None:
 
 def test_sigterm_drains_then_exits(sim) -> None:
     _root, hosts = sim
-    s = launch(hosts, "qwen36-bench", env={"DFLASH_SIM_TOKEN_RATE": "30"})
+    s = launch(hosts, "qwen36-bench", env={"DFLASH_SIM_TOKEN_RATE": "300"})
     s.wait("fired up", 30)
     import os
     import signal
