@@ -114,3 +114,32 @@ def test_rate_formula_matches_measured_throughput(conc: int) -> None:
         return conc * 120 / dt / e.total_tok_s(conc)
 
     assert 0.8 < asyncio.run(run()) < 1.1
+
+
+def test_bench_serving_module_summary_and_rate(sim, tmp_path) -> None:
+    import subprocess
+
+    root, hosts = sim
+    s = launch(hosts, "qwen36-bench", env={"DFLASH_SIM_TOKEN_RATE": "2000"})
+    s.wait("fired up", 30)
+    out = tmp_path / "r.jsonl"
+    r = subprocess.run([str(root / "blackwell/venv/bin/python3"), "-m", "sglang.bench_serving", "--backend", "sglang",
+                        "--host", "127.0.0.1", "--port", str(s.port), "--dataset-name", "random-ids",
+                        "--num-prompts", "16", "--max-concurrency", "8", "--random-input-len", "32",
+                        "--random-output-len", "32", "--random-range-ratio", "1.0", "--output-file", str(out)],
+                       capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    text = r.stdout
+    assert "\n============ Serving Benchmark Result ============\n" in text
+    for label in ("Backend", "Traffic request rate", "Max request concurrency", "Successful requests",
+                  "Benchmark duration (s)", "Total generated tokens", "Output token throughput (tok/s)",
+                  "Peak concurrent requests", "Mean TTFT (ms)", "Max ITL (ms)"):
+        assert re.search("^" + re.escape(f"{label}:".ljust(41)) + r"\S", text, re.M), label
+    assert re.search(r"^Successful requests: {21}16 *$", text, re.M)
+    assert re.search(r"^-{15}Time to First Token-{16}$", text, re.M) and text.rstrip().endswith("=" * 50)
+    from console.sglang.bench_serving_parse import parse_summary
+
+    assert parse_summary(text) is not None  # the console's own parser reads it
+    res = json.loads(out.read_text())
+    assert res["total_output_tokens"] == 512 and res["max_concurrent_requests"] == 8
+    assert res["output_throughput"] < 2000 * 8 / (8 + 16) * 1.1  # never above the documented rate
