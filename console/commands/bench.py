@@ -15,9 +15,8 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from console.sglang.bench import BenchSpec, LoadGenerator, append_record, load_records, make_record
 from console.sglang.bench_serving_parse import bench_serving_command, parse_summary
 from console.sglang.benchstats import (
     LevelResult,
@@ -28,7 +27,11 @@ from console.sglang.benchstats import (
     previous_record,
 )
 
+if TYPE_CHECKING:
+    from console.sglang.bench import BenchSpec
+
 DEFAULT_LEVELS = "1,32,64,128"
+"""The load generator (httpx) is imported only when a bench runs: the CLI imports every command at start."""
 
 
 @dataclass
@@ -66,6 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.sglang.bench import BenchSpec
+
     try:
         levels = parse_concurrency(args.concurrency)
     except ValueError as e:
@@ -84,6 +89,8 @@ def is_url(name: str) -> bool:
 
 
 async def _main(args: argparse.Namespace, spec: BenchSpec) -> int:
+    from console.sglang.bench import LoadGenerator, append_record, load_records, make_record
+
     api = None
     if is_url(args.name):
         target = BenchTarget(server=args.name, url=args.name)
