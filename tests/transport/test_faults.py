@@ -91,3 +91,19 @@ async def test_wrong_user_is_an_authentication_error(ssh_host) -> None:
     t = SshTransport("auth", ssh_host.host_config(user="dfc-no-such-user"))
     with pytest.raises(TransportError, match="authentication failed"):
         await t.connect()
+
+
+async def test_stopping_only_the_listener_keeps_open_sessions(ssh_host_factory) -> None:
+    host = ssh_host_factory("listener")
+    t = await _connected(host)
+    try:
+        host.stop_sshd(sessions=False)
+        assert (await t.run("echo alive")).stdout == "alive\n"  # like restarting a real sshd
+        with pytest.raises(TransportError):
+            await SshTransport("other", host.host_config(), connect_timeout=2).connect()
+        host.start_sshd()
+        other = SshTransport("other", host.host_config())
+        await other.connect()
+        await other.close()
+    finally:
+        await t.close()

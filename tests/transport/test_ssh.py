@@ -245,3 +245,17 @@ async def test_channel_count_survives_a_reconnect(ssh_host: SshTestHost) -> None
         assert t.open_channels == 0
     finally:
         await t.close()
+
+
+async def test_hosts_toml_section_loads_and_connects(ssh_host: SshTestHost, tmp_path: Path) -> None:
+    from console.config import load_fleet
+
+    toml = tmp_path / "hosts.toml"
+    toml.write_text(ssh_host.hosts_toml_section("gpu1") + 'description = "from the fixture"\n')
+    fleet = load_fleet(toml)
+    t = make_transport("gpu1", fleet.hosts["gpu1"])
+    await t.connect()
+    try:
+        assert (await t.run("echo $FAKEHOST")).stdout == f"{ssh_host.name}\n"
+    finally:
+        await t.close()
