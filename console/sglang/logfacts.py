@@ -7,7 +7,7 @@ import re
 from console.sglang.logstate import Facts
 
 SECRET_WORDS = ("api_key", "token", "secret", "password")
-"""server_args keys holding any of these are never kept (the 0.5.11 dump prints api_key in clear)."""
+"""server_args keys naming these are never kept (the 0.5.11 dump prints api_key in clear); see is_secret_key."""
 
 _GB = r"(-?\d+(?:\.\d+)?) ?GB"
 _AVAIL = re.compile(r"avail(?:able)?[ _]mem=" + _GB)
@@ -103,9 +103,15 @@ def server_pid(msg: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+_WORDS = re.compile(r"[^a-z0-9]+")
+
+
 def is_secret_key(key: str) -> bool:
+    """api_key/admin_api_key/*secret*/*password*, or a `token` word (hf_token, auth_token) but not tokens/tokenizer."""
     k = key.lower()
-    return any(w in k for w in SECRET_WORDS)
+    if "api_key" in k or "apikey" in k or "secret" in k or "password" in k:
+        return True
+    return "token" in _WORDS.split(k)
 
 
 def server_args(msg: str, facts: Facts) -> None:
