@@ -64,6 +64,18 @@ async def _pump(stream: RemoteStream, q: asyncio.Queue[bytes | None]) -> None:
         q.put_nowait(None)
 
 
+async def _cancel_all(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel and reap; re-cancel stragglers (3.11's wait_for can swallow a cancellation)."""
+    pending = {t for t in tasks if not t.done()}
+    while pending:
+        for t in pending:
+            t.cancel()
+        _, pending = await asyncio.wait(pending, timeout=0.5)
+    for t in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            t.result()
+
+
 class HostLink:
     """Supervises one host: connect, stream, watch, reconnect; emits HostUp/Down, samples, log data."""
 
@@ -88,6 +100,9 @@ class HostLink:
         self._tail_changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._dead = asyncio.Event()
+        self._closers: set[asyncio.Task[None]] = set()
+        self._last_frame = 0.0
         self._closing = False
         path = host.env.get("PATH")
         self._prefix = f"PATH={shlex.quote(path)}; export PATH; " if path else ""
@@ -111,8 +126,7 @@ class HostLink:
     async def reconnect(self) -> None:
         """Drop the link now (or cut a backoff short) and connect again."""
         self._wake.set()
-        with contextlib.suppress(Exception):
-            await self.transport.close()
+        await self._link_dead("reconnect requested")
 
     async def wait_up(self, timeout: float) -> bool:
         with contextlib.suppress(TimeoutError):
@@ -174,21 +188,31 @@ class HostLink:
             self.last_error = None
             self.up.set()
             self.emit([HostUp(self.name, time.time())])
-            tasks = [asyncio.create_task(c) for c in (self._telemetry(), self._procs(), self._tail_loop())]
+            self._last_frame = time.monotonic()
+            tasks = [asyncio.create_task(c) for c in (self._telemetry(), self._procs(), self._tail_loop(),
+                                                      self._watchdog())]
             if self.on_up is not None:
                 tasks.append(asyncio.create_task(self._guard(self.on_up(self))))
+            self._dead.clear()
+            waits = [asyncio.create_task(self.transport.wait_closed()), asyncio.create_task(self._dead.wait())]
             try:
-                await self.transport.wait_closed()
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             finally:
+                await _cancel_all(waits)
                 self.up.clear()
-                for t in tasks:
-                    t.cancel()
-                for t in tasks:
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await t
+                await _cancel_all(tasks)
             if self._closing:
                 return
             await self._down(self.last_error or "connection lost", backoff_delay(1))
+
+    async def _watchdog(self) -> None:
+        """The process loop answers every second; silence (even while a channel opens) means a dead link."""
+        while True:
+            await asyncio.sleep(1)
+            quiet = time.monotonic() - self._last_frame
+            if quiet > self.watchdog_s:
+                await self._link_dead(f"no answer from {self.name} for {quiet:.0f} s")
+                return
 
     async def _guard(self, coro: Awaitable[None]) -> None:
         with contextlib.suppress(TransportError):
@@ -203,7 +227,14 @@ class HostLink:
             await asyncio.wait_for(self._wake.wait(), delay)
 
     async def _link_dead(self, why: str) -> None:
+        """Give up on this connection now; closing it (slow on a silent link) happens in the background."""
         self.last_error = why
+        self._dead.set()
+        t = asyncio.create_task(self._close_quietly())
+        self._closers.add(t)
+        t.add_done_callback(self._closers.discard)
+
+    async def _close_quietly(self) -> None:
         with contextlib.suppress(Exception):
             await self.transport.close()
 
@@ -217,13 +248,13 @@ class HostLink:
     async def _shut(stream: RemoteStream, pump: asyncio.Task[None]) -> None:
         pump.cancel()
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(stream.close(), 6)
+            await stream.close()  # bounded inside the transport
 
     # -- telemetry ----------------------------------------------------------------------------
     async def _telemetry(self) -> None:
         interval = self.poll_ms / 1000
         retry = 5.0
-        while True:
+        while self.transport.connected:
             try:
                 stream, q, pump = await self._open(f"exec {nvsmi.query_gpu_command(self.poll_ms)} 2>&1")
             except TransportError:
@@ -274,7 +305,7 @@ class HostLink:
 
     # -- process loop (also the watchdog) -------------------------------------------------------
     async def _procs(self) -> None:
-        while True:
+        while self.transport.connected:
             try:
                 stream, q, pump = await self._open(proc_loop_command())
             except TransportError as e:
@@ -290,6 +321,7 @@ class HostLink:
                         return
                     if data is None:
                         break
+                    self._last_frame = time.monotonic()
                     for frame in parser.feed(data):
                         if self.on_frame is not None:
                             self.on_frame(self, frame, time.time())
@@ -299,7 +331,7 @@ class HostLink:
 
     # -- log tails ----------------------------------------------------------------------------
     async def _tail_loop(self) -> None:
-        while True:
+        while self.transport.connected:
             self._tail_changed.clear()
             specs = list(self._tails.values())
             if not specs:

@@ -41,3 +41,35 @@ async def test_launch_ready_probe_stop(sim_ssh, controller_factory):
     assert out.ok, out.message
     s = ctl.state.servers[name]
     assert not s.alive and s.phase == "stopped"
+
+
+async def test_crash_cause_restart_keeps_old_log(sim_ssh, controller_factory):
+    from console.sim.control import inject
+
+    h = sim_ssh("crashy")
+    fleet = make_fleet(h.section() + preset_toml("small", h, [1], 30001))
+    ctl = controller_factory(fleet)
+    notices = []
+    ctl.subscribe(lambda evs, ns: notices.extend(ns))
+    await ctl.start()
+    out = await ctl.launch("small", wait=True)
+    assert out.ok, out.message
+    name = out.servers[0]
+    old = ctl.state.servers[name]
+    old_log = old.meta.log_path
+    inject(h.dir, 30001, "crash", kind="oom")
+    await wait_for(lambda: not ctl.state.servers[name].alive, 10)
+    s = ctl.state.servers[name]
+    assert s.phase == "crashed"
+    assert any("crashed" in n.message for n in notices)
+    assert s.log.diagnosis is not None, list(s.log.lines)[-5:]
+    out = await ctl.restart(name)
+    assert out.ok, out.message
+    s2 = ctl.state.servers[name]
+    assert s2.meta.log_path != old_log and old_log in s2.previous_logs
+    assert h.ssh.exec(f"test -s '{old_log}'").returncode == 0  # the crashed log is still on the host
+    crashed = await ctl.read_file("crashy", old_log)
+    assert b"Traceback" in crashed or b"Error" in crashed
+    ok = await ctl.wait_ready(name, 30)
+    assert ok.ok, ok.message
+    assert (await ctl.stop_server(name)).ok
