@@ -8,6 +8,7 @@ Host-key checking is never disabled; an unknown or changed key raises HostKeyErr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Callable
@@ -49,13 +50,14 @@ class SshStream:
             while True:
                 data = await self._proc.stdout.read(65536)
                 if not data:
-                    return
+                    break
                 yield data
         except (asyncssh.Error, OSError):
             return
-        finally:
-            if self._proc.exit_status is not None or self._proc.exit_signal is not None:
-                self._done()
+        # OpenSSH sends EOF before exit-status: wait for the channel to close so exit_status is known.
+        with contextlib.suppress(TimeoutError, asyncssh.Error, OSError):
+            await asyncio.wait_for(self._proc.wait_closed(), 5)
+        self._done()
 
     async def close(self) -> None:
         self._proc.close()
