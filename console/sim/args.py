@@ -102,9 +102,16 @@ class ServerArgs:
     """Warnings logged while resolving (printed before server_args=...)."""
     model_config: dict[str, Any] = field(default_factory=dict, repr=False)
     gpu_mem_mib: int | None = field(default=None, repr=False)
+    resolved: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
-        _resolve(self)
+        if sglang_version().startswith("0.5.11"):
+            _resolve(self)  # 0.5.23 resolves later, in resolve_once() (reference §5.4)
+
+    def resolve_once(self) -> None:
+        """0.5.23's deferred validation (run_server calls it); a no-op for 0.5.11, which resolved in __post_init__."""
+        if not sglang_version().startswith("0.5.11") and not self.resolved:
+            _resolve(self)
 
     def check_server_args(self) -> None:
         assert self.served_model_name is None or ":" not in self.served_model_name, \
@@ -234,6 +241,7 @@ def is_hybrid(cfg: dict[str, Any]) -> bool:
 
 def _resolve(a: ServerArgs) -> None:
     """ServerArgs.__post_init__: defaults and validation, in SGLang's order."""
+    a.resolved = True
     if a.model_path.lower() in ("dummy", "none"):
         return
     a.tokenizer_path = a.tokenizer_path or a.model_path
@@ -341,5 +349,5 @@ def parse(argv: list[str], version: str | None = None) -> argparse.Namespace:
 def prepare_server_args(argv: list[str]) -> ServerArgs:
     """argparse (exit 2) + ServerArgs.__post_init__ (SGLang's ValueError/AssertionError texts)."""
     ns = parse(list(argv))
-    known = {f.name for f in dataclasses.fields(ServerArgs)}
+    known = {f.name for f in dataclasses.fields(ServerArgs) if f.repr}
     return ServerArgs(**{k: v for k, v in vars(ns).items() if k in known})

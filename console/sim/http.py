@@ -36,6 +36,7 @@ class App:
         self.on_startup: Callable[[], Awaitable[None]] | None = None
         self.on_shutdown: Callable[[], Awaitable[None]] | None = None
         self.active = 0
+        self.v23 = not str(info.get("version", "0.5.11")).startswith("0.5.11")
 
     async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -86,6 +87,8 @@ class App:
                 while await req.out.get() is not None:
                     pass
             await _raw(send, 200, b"")
+        elif path == "/ready" and self.v23:
+            await _raw(send, 200 if self.status == "Up" else 503, b"")
         elif path == "/ping":
             await _raw(send, 200, b"")
         elif path in ("/model_info", "/get_model_info"):
@@ -122,18 +125,24 @@ class App:
 
     def model_info(self) -> dict[str, Any]:
         cfg = self.a.model_config
-        return {"model_path": self.a.model_path, "tokenizer_path": self.a.tokenizer_path, "is_generation": True,
+        extra = {"served_model_name": self.a.served_model_name, "load_format": self.a.load_format,
+                 "reasoning_parser": self.a.reasoning_parser, "tool_call_parser": self.a.tool_call_parser,
+                 "disaggregation_mode": "null"} if self.v23 else {}
+        return {**extra, "model_path": self.a.model_path, "tokenizer_path": self.a.tokenizer_path, "is_generation": True,
                 "preferred_sampling_params": None, "weight_version": "default", "has_image_understanding": False,
                 "has_audio_understanding": False, "model_type": cfg.get("model_type"),
                 "architectures": cfg.get("architectures")}
 
     def server_info(self) -> dict[str, Any]:
-        sa = {k: v for k, v in dataclasses.asdict(self.a).items() if k not in ("notes", "model_config", "gpu_mem_mib")}
+        sa = {k: v for k, v in dataclasses.asdict(self.a).items() if k not in ("notes", "model_config", "gpu_mem_mib", "resolved")}
         state = {**sa, "last_gen_throughput": self.engine.last_gen_throughput,
                  "memory_usage": self.info["memory_usage"],
                  "effective_max_running_requests_per_dp": self.engine.max_running}
         if self.engine.draft_tokens > 1:
             state["avg_spec_accept_length"] = self.engine.accept_len
+        if self.v23:
+            sa = {**sa, "startup_time": self.info.get("startup_time"), "launch_command": self.info.get("launch_command"),
+                  "frontend": "python"}
         return {**sa, "status": "ready", "max_total_num_tokens": self.engine.max_tokens,
                 "max_req_input_len": self.engine.max_tokens - 1, "internal_states": [state],
                 "version": self.info["version"]}

@@ -64,7 +64,8 @@ def serve(srv: Server, res: Result) -> int:
                     hybrid=is_hybrid(a.model_config), mamba_slots=res.pools.mamba_slots, accept_len=acc,
                     draft_tokens=draft, log_interval=a.decode_log_interval)
     engine.slow = 1.0
-    info = {"version": spec.sglang_version, "memory_usage": {
+    info = {"version": spec.sglang_version, "startup_time": srv.t0, "launch_command": " ".join(sys.argv),
+            "memory_usage": {
         "weight": round(res.weight_gib, 2), "kvcache": round(res.pools.total_gib, 2),
         "token_capacity": res.max_total_num_tokens, "graph": round(res.graph_gib, 2)}}
     model = spec.model(os.path.basename(a.model_path.rstrip("/")))

@@ -54,6 +54,7 @@ class Server:
         self.app: Any = None
         self.gpus: list[int] = []
         self.pending: list[dict[str, Any]] = []
+        self.t0 = time.time()
 
     # -- signals ---------------------------------------------------------------------------------
     def kill_tree(self) -> None:
@@ -173,6 +174,7 @@ def main(launch_file: str) -> None:
         sys.exit(1)
     try:
         a = prepare_server_args(sys.argv[1:])
+        a.resolve_once()
         a.check_server_args()
     except (ValueError, AssertionError, OSError, RuntimeError, TypeError) as e:
         frames = [("sglang/launch_server.py", 73, "<module>", "server_args = prepare_server_args(sys.argv[1:])"),
@@ -186,7 +188,7 @@ def main(launch_file: str) -> None:
         logs.line(f"server_args={a!r}")
     else:
         logs.line("server_args=" + repr({k: v for k, v in vars(copy.copy(a)).items()
-                                         if k not in ("notes", "model_config", "gpu_mem_mib")}))
+                                         if k not in ("notes", "model_config", "gpu_mem_mib", "resolved")}))
     with contextlib.suppress(KeyboardInterrupt):
         sys.exit(Server(host_dir, spec, a).run())
     sys.exit(130)

@@ -105,6 +105,7 @@ class Startup:
         self._sleep = sleep
         self.tp = len(ranks.gpus)
         self.phase = "init"
+        self.v23 = not spec.sglang_version.startswith("0.5.11")
         """init | weights | kv | capture | draft: where a `phase=`-targeted control command fires."""
         self.total = [spec.gpus[g].memory_mib / 1024 for g in ranks.gpus]
 
@@ -215,7 +216,8 @@ class Startup:
         self.sleep(0.6)
         for r in self.all_ranks():
             self.ranks.take(pools.total_gib, r)
-        self.ranks.log(f"KV Cache is allocated. #tokens: {pools.kv_tokens}, K size: {pools.k_gib:.2f} GB, "
+        dtype = "dtype: torch.bfloat16, " if self.v23 else ""
+        self.ranks.log(f"KV Cache is allocated. {dtype}#tokens: {pools.kv_tokens}, K size: {pools.k_gib:.2f} GB, "
                        f"V size: {pools.k_gib:.2f} GB")
         if is_hybrid(a.model_config):
             extra = ""
@@ -236,11 +238,17 @@ class Startup:
         what = "draft cuda graph" if draft else "cuda graph"
         g = memory.graph_gib(a) * (0.4 if draft else 1.0)
         before = [self.avail(r) for r in self.all_ranks()]
-        for r in self.all_ranks():
-            self.ranks.log(f"Capture {what} begin. This can take up to several minutes. avail mem={before[r]:.2f} GB",
-                           [r])
         bs = memory.capture_bs(a)
-        if not draft:
+        v23_name = "draft decode" if draft else "target decode"
+        for r in self.all_ranks():
+            if self.v23:
+                n = a.speculative_num_draft_tokens if a.speculative_algorithm and not draft else 1
+                self.ranks.log(f"Capture {v23_name} CUDA graph begin. backend={a.attention_backend}, "
+                               f"num_tokens_per_req={n}, avail mem={before[r]:.2f} GB", [r])
+            else:
+                self.ranks.log(f"Capture {what} begin. This can take up to several minutes. avail mem={before[r]:.2f} GB",
+                               [r])
+        if not draft and not self.v23:
             self.ranks.log(f"Capture cuda graph bs {bs}", [0])
         t0 = time.perf_counter()
         order = list(reversed(bs))
@@ -262,9 +270,14 @@ class Startup:
                                       len(order), len(order), time.perf_counter() - t0) + "\n")
         el = time.perf_counter() - t0
         for r in self.all_ranks():
-            self.ranks.log(f"Capture {what} end. Time elapsed: {el:.2f} s. mem usage={before[r] - self.avail(r):.2f} GB. "
-                           f"avail mem={self.avail(r):.2f} GB.", [r])
-        if draft:
+            used, av = before[r] - self.avail(r), self.avail(r)
+            if self.v23:
+                self.ranks.log(f"Capture {v23_name} CUDA graph end. bs={bs}, elapsed={el:.2f} s, mem usage={used:.2f} GB, "
+                               f"avail mem={av:.2f} GB.", [r])
+            else:
+                self.ranks.log(f"Capture {what} end. Time elapsed: {el:.2f} s. mem usage={used:.2f} GB. "
+                               f"avail mem={av:.2f} GB.", [r])
+        if draft and not self.v23:
             self.ranks.log(f"Capture draft extend cuda graph begin. This can take up to several minutes. avail "
                            f"mem={self.avail(0):.2f} GB")
             self.sleep(0.5)
@@ -275,8 +288,13 @@ class Startup:
     def piecewise(self) -> None:
         toks = memory.piecewise_tokens(self.a)
         for r in self.all_ranks():
-            self.ranks.log(f"Capture piecewise CUDA graph begin. avail mem={self.avail(r):.2f} GB", [r])
-        self.ranks.log(f"Capture cuda graph num tokens {toks}", [0])
+            if self.v23:
+                self.ranks.log(f"Capture target prefill CUDA graph begin. backend={self.a.attention_backend}, "
+                               f"num_tokens={toks}, avail mem={self.avail(r):.2f} GB", [r])
+            else:
+                self.ranks.log(f"Capture piecewise CUDA graph begin. avail mem={self.avail(r):.2f} GB", [r])
+        if not self.v23:
+            self.ranks.log(f"Capture cuda graph num tokens {toks}", [0])
         t0 = time.perf_counter()
         order = list(reversed(toks))
         for label in ("Compiling num tokens", "Capturing num tokens"):
@@ -290,8 +308,12 @@ class Startup:
             self.ranks.take(0.05, r)
         el = time.perf_counter() - t0
         for r in self.all_ranks():
-            self.ranks.log(f"Capture piecewise CUDA graph end. Time elapsed: {el:.2f} s. mem usage=0.05 GB. "
-                           f"avail mem={self.avail(r):.2f} GB.", [r])
+            if self.v23:
+                self.ranks.log(f"Capture target prefill CUDA graph end. elapsed={el:.2f} s, mem usage=0.05 GB, "
+                               f"avail mem={self.avail(r):.2f} GB.", [r])
+            else:
+                self.ranks.log(f"Capture piecewise CUDA graph end. Time elapsed: {el:.2f} s. mem usage=0.05 GB. "
+                               f"avail mem={self.avail(r):.2f} GB.", [r])
 
 
 def _env_true(name: str, default: bool = True) -> bool:

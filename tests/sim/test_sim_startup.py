@@ -131,3 +131,31 @@ def test_tp1_has_no_rank_prefix_and_health_503_until_warmup(sim) -> None:
     assert re.search(rf"^\[{TS}\] Load weight end\. elapsed=\d+\.\d\d s, type=Qwen3_5ForConditionalGeneration, avail mem="
                      r"\d+\.\d\d GB, mem usage=51\.8\d GB\.$", text, re.M)
     assert re.search(rf"^\[{TS}\] Capture cuda graph bs \[1, 2, 4, 8, 12, 16, 24, ", text, re.M)
+
+
+def test_sglang_0523_wording(tmp_path) -> None:
+    from console.sim.fleet import sim_down, sim_up
+    from console.sim.spec import BLACKWELL_SPEC
+
+    root = tmp_path / "v23"
+    hosts = sim_up(root, hosts=["blackwell"], time_scale=0.04,
+                   specs={"blackwell": BLACKWELL_SPEC.with_(sglang_version="0.5.23")})
+    try:
+        bad = launch(hosts, "qwen36-bench")  # --mamba-scheduler-strategy is gone in 0.5.23
+        bad.wait_gone()
+        assert "sglang serve: error: unrecognized arguments: --mamba-scheduler-strategy extra_buffer" in bad.text()
+        s = launch(hosts, "qwen36-bench", drop=("--mamba-scheduler-strategy",),
+                   args=["--mamba-radix-cache-strategy", "extra_buffer"])
+        s.wait("fired up", 30)
+        text = s.text()
+        assert "launch_server.py:71: UserWarning:" in text
+        assert re.search(rf"^\[{TS}\] server_args=\{{'model_path': '", text, re.M)
+        assert re.search(rf"^\[{TS}\] KV Cache is allocated\. dtype: torch\.bfloat16, #tokens: \d+, K size: ", text, re.M)
+        assert re.search(rf"^\[{TS}\] Capture target decode CUDA graph begin\. backend=\w+, num_tokens_per_req=1, avail "
+                         r"mem=\d+\.\d\d GB$", text, re.M)
+        assert re.search(rf"^\[{TS}\] Capture target decode CUDA graph end\. bs=\[1, 2, 4, [\d, ]+\], elapsed=\d+\.\d\d s, "
+                         r"mem usage=\d+\.\d\d GB, avail mem=\d+\.\d\d GB\.$", text, re.M)
+        assert httpx.get(f"{s.url}/ready", timeout=5).status_code == 200
+        assert httpx.get(f"{s.url}/server_info", timeout=5).json()["frontend"] == "python"
+    finally:
+        sim_down(root)
