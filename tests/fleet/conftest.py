@@ -65,7 +65,7 @@ class SimSsh:
         lines = [self.ssh.hosts_toml_section(self.name),
                  f'python = "{self.dir}/venv/bin/python3"', f'run_dir = "{self.dir}/run"',
                  f'log_dir = "{self.dir}/logs"']
-        lines += [f"{k} = {json.dumps(v)}" for k, v in extra.items()]
+        lines += [f"{k} = {_toml(v)}" for k, v in extra.items()]
         return "\n".join(lines) + "\n"
 
     def model(self, name: str = "Qwen3-0.6B") -> str:
@@ -96,14 +96,22 @@ def sim_ssh(ssh_host_factory, sim_root: Path) -> Callable[..., SimSsh]:
     return make
 
 
+def _toml(v: object) -> str:
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    return json.dumps(v)
+
+
 def preset_toml(name: str, host: SimSsh, gpus: list[int], port: int, *, model: str | None = None,
                 args: list[str] | None = None, tp: int | None = None, **extra: object) -> str:
-    lines = [f"[presets.{name}]", f'host = "{host.name}"', f"gpus = {gpus}", f'model = "{model or host.model()}"',
-             f"port = {port}", f"args = {json.dumps(args or ['--mem-fraction-static', '0.5'])}",
+    lines = [f"[presets.{name}]", f'host = "{host.name}"', f"gpus = {gpus}", f"model = {_toml(model or host.model())}",
+             f"port = {port}", f"args = {_toml(args or ['--mem-fraction-static', '0.5'])}",
              "ready_timeout = 60"]
     if tp is not None:
         lines.append(f"tp = {tp}")
-    lines += [f"{k} = {json.dumps(v)}" for k, v in extra.items()]
+    lines += [f"{k} = {_toml(v)}" for k, v in extra.items()]
     return "\n".join(lines) + "\n"
 
 
