@@ -178,3 +178,42 @@ def test_sigkill_like_death_frees_gpus(sim) -> None:
         time.sleep(0.05)
     assert smi(root / "blackwell", "--query-compute-apps=pid", "--format=csv,noheader").stdout == ""
     assert _last_line(s.text()).endswith("fired up and ready to roll!")  # abrupt: nothing more written
+
+
+def test_sigterm_during_loading_kills_the_tree(sim) -> None:
+    import os
+    import signal
+    import time
+
+    root, hosts = sim
+    s = launch(hosts, "qwen36-mtp", env={"DFLASH_SIM_TIME_SCALE": "0.5"})
+    s.wait(r"TP\d\] Load weight begin", 20)
+    os.killpg(s.pid, signal.SIGTERM)
+    s.wait_gone(5)
+    assert "SIGTERM received" not in s.text()  # before the tokenizer loop: default handling
+    for _ in range(100):
+        if smi(root / "ct129", "--query-compute-apps=pid", "--format=csv,noheader").stdout == "":
+            break
+        time.sleep(0.05)
+    assert smi(root / "ct129", "--query-compute-apps=pid", "--format=csv,noheader").stdout == ""
+
+
+def test_control_changes_token_rate(sim) -> None:
+    import time
+
+    root, hosts = sim
+    s = launch(hosts, "qwen36-bench", env={"DFLASH_SIM_TOKEN_RATE": "1000"})
+    s.wait("fired up", 30)
+    body = {"text": "hi", "sampling_params": {"max_new_tokens": 400, "ignore_eos": True}}
+    inject(root / "blackwell", s.port, "rate", tok_s="inf")
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    assert httpx.post(f"{s.url}/generate", json=body, timeout=30).json()["meta_info"]["completion_tokens"] == 400
+    assert time.monotonic() - t0 < 2  # 400 tokens at 1000 tok/s/GPU would take 400 * 17 / 1000 = 6.8 s
+    inject(root / "blackwell", s.port, "rate", tok_s=1000)
+    inject(root / "blackwell", s.pid, "slow", factor=4.0)  # by pid works too
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    httpx.post(f"{s.url}/generate", json={"text": "hi", "sampling_params": {"max_new_tokens": 10, "ignore_eos": True}},
+               timeout=30)
+    assert time.monotonic() - t0 > 10 * (1 + 16) / (1000 / 4) * 0.8  # per-request rate P/(C+H), slowed 4x

@@ -143,3 +143,21 @@ def test_bench_serving_module_summary_and_rate(sim, tmp_path) -> None:
     res = json.loads(out.read_text())
     assert res["total_output_tokens"] == 512 and res["max_concurrent_requests"] == 8
     assert res["output_throughput"] < 2000 * 8 / (8 + 16) * 1.1  # never above the documented rate
+
+
+def test_zero_delay_mode_for_load_generator_ceilings() -> None:
+    async def run() -> float:
+        e = Engine(peak_per_gpu=float("inf"), tp=1, half=16.0, max_running=128, max_tokens=10**7, prefix="",
+                   hybrid=False, mamba_slots=1, log_interval=10**6)
+        task = asyncio.create_task(e.run())
+        reqs = [Request(prompt_tokens=8, max_new_tokens=200, ignore_eos=True) for _ in range(64)]
+        t0 = time.perf_counter()
+        for r in reqs:
+            e.submit(r)
+        for r in reqs:
+            while await r.out.get() is not None:
+                pass
+        task.cancel()
+        return time.perf_counter() - t0
+
+    assert asyncio.run(run()) < 1.5
