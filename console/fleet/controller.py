@@ -68,6 +68,8 @@ class FleetController:
         self._http: httpx.AsyncClient | None = None
         self._started = False
         self._seen_ids: set[str] = set()
+        self.http_in_flight = 0
+        """Health requests open now (each is one forward channel on its host)."""
 
     # -- FleetApi: plumbing ----------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> None:
@@ -251,7 +253,11 @@ class FleetController:
         try:
             url = await self.server_url(name)
             assert self._http is not None
-            r = await self._http.get(url + "/health")
+            self.http_in_flight += 1
+            try:
+                r = await self._http.get(url + "/health")
+            finally:
+                self.http_in_flight -= 1
             ms = (time.monotonic() - t0) * 1000
             status = {200: "ok", 503: "warming", 401: "unauthorized"}.get(r.status_code, "error")
             return HealthResult(name, time.time(), status, f"HTTP {r.status_code}", ms)  # type: ignore[arg-type]
