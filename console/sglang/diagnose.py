@@ -186,7 +186,7 @@ _RULES: tuple[_Rule, ...] = (
                                      r"\[Errno 13\] error while attempting to bind"),
           lambda m, c: (f"the bind address/port is not usable: {m.string.strip()[:140]}",
                         "use a port in 1024-65535 and a --host that exists on this machine (0.0.0.0 or 127.0.0.1)")),
-    _Rule("missing_shared_library", _rx(r"(?P<lib>[\w.+-]+\.so(?:\.\d+)*): cannot open shared object file"), _lib),
+    _Rule("missing_shared_library", _rx(r"(?P<lib>[^\s:'\"/]+\.so(?:\.\d+)*): cannot open shared object file"), _lib),
     _Rule("cuda_driver_incompatible", _rx(r"driver version is insufficient", r"NVIDIA driver on your system is too old",
                                           r"Found no NVIDIA driver", r"cudaErrorInsufficientDriver",
                                           r"forward compatibility was attempted", r"unsupported display driver / cuda driver",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import calendar
 import codecs
+import math
 import re
 from typing import NamedTuple
 
@@ -226,15 +227,17 @@ def parse_pairs(msg: str) -> dict[str, str]:
 
 
 def to_float(v: str | None) -> float | None:
+    """A finite float, or None (nan/inf/garbage never reach the UI)."""
     if v is None:
         return None
     try:
-        return float(v)
+        f = float(v)
     except ValueError:
         try:
-            return float(v.strip().rstrip(",%"))
+            f = float(v.strip().rstrip(",%"))
         except ValueError:
             return None
+    return f if math.isfinite(f) else None
 
 
 def to_int(v: str | None) -> int | None:

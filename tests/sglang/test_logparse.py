@@ -133,3 +133,30 @@ def test_mark_exit_settles_phase() -> None:
     q.feed(startup(1))
     q.mark_exit(137, 9, stop_requested=True)
     assert q.snapshot().phase is Phase.STOPPED
+
+
+def test_0523_dict_server_args_labelled_kv_and_draft_capture() -> None:
+    s = parse_text(
+        "[2026-01-01 10:00:00] server_args={'model_path': '/m/Qwen3.6-27B', 'tp_size': 2, 'api_key': 'sk-x', "
+        "'speculative_algorithm': 'EAGLE', 'hf_token': 'hf_abc'}\n"
+        "[2026-01-01 10:00:05 TP0] Load weight begin. avail mem=90.00 GB\n"
+        "[2026-01-01 10:00:09 TP0] Load weight end. elapsed=4.00 s, type=Qwen3_5ForConditionalGeneration, avail mem=40.00 GB, mem usage=50.00 GB.\n"
+        "[2026-01-01 10:00:10 TP0] KV Cache VA upper bound. dtype: torch.bfloat16, #tokens: 100000, K size: 5.00 GB, V size: 5.00 GB\n"
+        "[2026-01-01 10:00:10 TP0] Mamba Cache is allocated. max_mamba_cache_size: 48, conv_state size: 0.10GB, ssm_state size: 2.00GB \n"
+        "[2026-01-01 10:00:11 TP0] Capture target decode CUDA graph begin. backend=fa3, num_tokens_per_req=4, avail mem=20.00 GB\n"
+        "[2026-01-01 10:00:15 TP0] Capture target decode CUDA graph end. bs=[1, 2], elapsed=4.00 s, mem usage=0.50 GB, avail mem=19.50 GB.\n"
+        "[2026-01-01 10:00:16 TP0] Draft KV Cache is allocated. dtype: torch.bfloat16, #tokens: 100000, K size: 0.50 GB, V size: 0.50 GB\n"
+        "[2026-01-01 10:00:16 TP0] Capture draft decode CUDA graph begin. backend=fa3, num_tokens_per_req=1, avail mem=18.00 GB\n")
+    f = s.facts
+    assert f.model_path == "/m/Qwen3.6-27B" and f.tp_size == 2 and f.speculative_algorithm == "EAGLE"
+    assert "api_key" not in f.args and "hf_token" not in f.args
+    assert f.kv_tokens == 100000 and f.kv_size_gib == 10.0 and f.kv_cache_dtype == "bfloat16" and f.mamba_cache
+    assert f.graph_mem_gib == 0.5 and f.weight_gib == 50.0
+    assert s.phase is Phase.CUDA_GRAPH and s.draft
+
+
+def test_log_ms_and_main_process_lines_do_not_make_ranks() -> None:
+    s = parse_text("[2026-01-01 10:00:00.100] Attention backend not specified. Use fa3 backend by default.\n"
+                   "[2026-01-01 10:00:00.900 TP1] Load weight begin. avail mem=10.00 GB\n")
+    assert list(s.ranks) == ["TP1"] and s.first_ts is not None and s.last_ts is not None
+    assert abs(s.last_ts - s.first_ts - 0.8) < 1e-6
