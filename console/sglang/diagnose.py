@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from console.sglang.logparse import LogParser
+from console.sglang.logparse import LogParser, signal_number
 from console.sglang.logstate import CrashInfo, LogSummary
 from console.sglang.phase import Phase
 
@@ -37,13 +37,9 @@ class ProcessFacts:
 
     @property
     def signal_number(self) -> int | None:
-        s = self.signal
-        if s is None:
+        if self.signal is None:
             return 9 if self.exit_status in (137, -9) else None
-        if isinstance(s, int):
-            return s
-        name = s.upper().removeprefix("SIG")
-        return {"KILL": 9, "TERM": 15, "INT": 2, "QUIT": 3, "ABRT": 6, "SEGV": 11}.get(name) or (int(name) if name.isdigit() else None)
+        return signal_number(self.signal)
 
 
 @dataclass(frozen=True)

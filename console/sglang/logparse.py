@@ -33,6 +33,7 @@ _SHARDS = re.compile(r"([A-Za-z][\w -]*?): +\d+% Completed \| (\d+)/(\d+)")
 _CAPTURE = re.compile(r"Capturing batches \(bs=(\d+)(?: avail_mem=([\d.]+) GB)?\):[^|]*\|[^|]*\| *(\d+)/(\d+)")
 _NUM_TOKENS = re.compile(r"(Capturing|Compiling) num tokens \(num_tokens=(\d+)[^)]*\):[^|]*\|[^|]*\| *(\d+)/(\d+)")
 _BARE_BAR = re.compile(r" *\d+%\|[^|]*\| *(\d+)/(\d+) \[")
+_RETRACTED = re.compile(r"#retracted_reqs: (\d+)")
 _ARGPARSE = re.compile(r"(?:[\w./-]+(?: serve)?: error: |Error: --model-path is required)")
 _COMPOSE = re.compile(r"[\w.-]+\s*\| ?")
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)? ")
@@ -108,8 +109,9 @@ class LogParser:
         for line in lines:
             self._line(line)
 
-    def mark_exit(self, exit_status: int | None = None, signal: int | None = None, *, stop_requested: bool = False) -> None:
-        """The process ended (from the caller's process facts): settle the phase."""
+    def mark_exit(self, exit_status: int | None = None, signal: int | str | None = None, *, stop_requested: bool = False) -> None:
+        """The process ended (from the caller's process facts): settle the phase. `signal`: 9, "KILL" or "SIGKILL"."""
+        signal = signal_number(signal)
         self.exit_status, self.exit_signal = exit_status, signal
         if self._terminal is not None:
             return
@@ -273,8 +275,11 @@ class LogParser:
             lf.server_args(msg, self.facts)
         elif msg.startswith("Using KV cache dtype:"):
             self.facts.kv_cache_dtype = msg.split(":", 1)[1].strip().removeprefix("torch.")
-        elif "out of memory" in msg and ("Decode" in msg or "retract" in msg.lower()):
-            self.stats.retractions += 1
+        elif "Retract requests" in msg or "retracted_reqs" in msg or msg.startswith("Decode out of memory happened"):
+            st = self.stats
+            st.retractions += 1
+            m = _RETRACTED.search(msg)
+            st.retracted_reqs += int(m.group(1)) if m else 0
             self._event("retraction", msg)
         elif msg.startswith("Health check failed"):
             self.stats.health_check_failures += 1
@@ -612,6 +617,17 @@ class LogParser:
             stopped_reason=self.stopped_reason if phase is Phase.STOPPED else None, errors=list(self.errors),
             events=list(self.events), lines=self.lines, first_ts=self.first_ts, last_ts=self.ts, tail=list(self.tail),
         )
+
+
+_SIGNALS = {"KILL": 9, "TERM": 15, "INT": 2, "QUIT": 3, "ABRT": 6, "SEGV": 11, "HUP": 1, "BUS": 7}
+
+
+def signal_number(sig: int | str | None) -> int | None:
+    """9, "9", "KILL", "SIGKILL" -> 9."""
+    if sig is None or isinstance(sig, int):
+        return sig
+    name = sig.strip().upper().removeprefix("SIG")
+    return int(name) if name.isdigit() else _SIGNALS.get(name)
 
 
 def _field_int(msg: str, key: str) -> int:

@@ -94,7 +94,8 @@ class Stats:
     new_tokens: int = 0
     cached_tokens: int = 0
     retractions: int = 0
-    """"Decode out of memory happened" / KV retractions (recoverable)."""
+    """Retraction lines ("KV cache pool is full. Retract requests." / "Decode out of memory happened"): recoverable."""
+    retracted_reqs: int = 0
     health_check_failures: int = 0
     last_batch_ts: float | None = None
     extra: dict[str, str] = field(default_factory=dict)

@@ -109,3 +109,11 @@ def test_no_confident_wrong_cause_when_exception_missing() -> None:
 
 def test_healthy_logs_have_no_diagnosis() -> None:
     assert diagnose(parse_text(startup(2))) is None
+
+
+def test_fatal_decode_oom_is_runtime_oom_not_a_retraction() -> None:
+    text = (startup(1) + "[2026-01-01 10:03:00] Decode out of memory. Try to lower your batch size.\nTry to allocate 64 tokens.\n"
+            + crash("RuntimeError: Decode out of memory. Try to lower your batch size.",
+                    frames='  File "/venv/sglang/srt/managers/scheduler.py", line 1, in event_loop_overlap\n'))
+    s, d = diagnose_text(text)
+    assert s.stats.retractions == 0 and d is not None and d.cause == "cuda_oom_runtime"

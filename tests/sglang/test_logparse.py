@@ -92,9 +92,10 @@ def test_hybrid_usage_fields_and_input_throughput() -> None:
 def test_retraction_and_health_failures_are_not_crashes() -> None:
     s = parse_text(startup(1) +
                    "[2026-01-01 10:01:00] Decode out of memory happened. #retracted_reqs: 2, #new_token_ratio: 0.5 -> 1.0\n"
+                   "[2026-01-01 10:01:00] KV cache pool is full. Retract requests. #retracted_reqs: 3, #new_token_ratio: 0.7000 -> 1.0000\n"
                    "[2026-01-01 10:01:01] Health check failed. Server couldn't get a response from detokenizer for last 20 "
                    "seconds. tic start time: 10:00:41. last_heartbeat time: 10:00:40\n")
-    assert s.stats.retractions == 1 and s.stats.health_check_failures == 1
+    assert s.stats.retractions == 2 and s.stats.retracted_reqs == 5 and s.stats.health_check_failures == 1
     assert not s.crashed and s.phase is Phase.SERVING
     assert any(e.kind == "retraction" for e in s.events)
 
@@ -127,7 +128,7 @@ def test_tqdm_then_header_on_one_physical_line() -> None:
 def test_mark_exit_settles_phase() -> None:
     p = LogParser()
     p.feed(startup(1, until="loading_weights"))
-    p.mark_exit(None, 9)
+    p.mark_exit(None, "SIGKILL")
     assert p.snapshot().phase is Phase.CRASHED
     q = LogParser()
     q.feed(startup(1))
