@@ -169,7 +169,7 @@ class FleetState:
 
     def _host_connecting(self, ev: HostConnecting) -> list[Notice]:
         h = self.host(ev.host)
-        if h.conn != "down":
+        if h.conn != "down" and h.last_error is None:
             h.since = ev.at
         h.conn = "connecting"
         h.attempt = ev.attempt
@@ -177,14 +177,15 @@ class FleetState:
 
     def _host_up(self, ev: HostUp) -> list[Notice]:
         h = self.host(ev.host)
-        was_down = h.conn == "down"
+        was_down = h.last_error is not None
         h.conn, h.since, h.last_error, h.attempt = "up", ev.at, None, 0
         return [Notice(ev.at, "info", f"host {ev.host} is back", host=ev.host)] if was_down else []
 
     def _host_down(self, ev: HostDown) -> list[Notice]:
         h = self.host(ev.host)
         notices = []
-        if h.conn != "down":
+        already = h.conn == "down" or h.last_error is not None  # a retry failing again: no new toast
+        if not already:
             h.since = ev.at
             notices.append(Notice(ev.at, "error", f"host {ev.host} is down: {ev.error}", host=ev.host))
         h.conn, h.last_error = "down", ev.error

@@ -1,0 +1,131 @@
+"""FleetState reducer (pure): hosts, GPU samples, session joins, servers, logs, health, notices."""
+
+from __future__ import annotations
+
+from console.fleet.events import (
+    ComputeApp,
+    GpuReading,
+    GpuSample,
+    HealthResult,
+    HostConnecting,
+    HostDown,
+    HostUp,
+    LogData,
+    ProcessSample,
+    ProcInfo,
+    ServerAction,
+    ServerGone,
+    ServerMeta,
+    ServerSeen,
+    TelemetryError,
+)
+from console.fleet.state import FleetState
+
+U0, U1 = "GPU-aaaa", "GPU-bbbb"
+
+
+def meta(name="p@h:gpu0-1", gpus=(0, 1), sid=100, launch_id="L1", log="/l/a.log", **kw) -> ServerMeta:
+    return ServerMeta(name=name, host="h", gpus=gpus, port=30000, preset="p", pid=sid, sid=sid,
+                      log_path=log, launch_id=launch_id, started_at=1.0, **kw)
+
+
+def sample(used=(10, 20)) -> GpuSample:
+    return GpuSample("h", 10.0, (GpuReading(0, U0, "H200", memory_used_mib=used[0], memory_total_mib=143771),
+                                 GpuReading(1, U1, "H200", memory_used_mib=used[1], memory_total_mib=143771)))
+
+
+def test_host_lifecycle_and_notices():
+    st = FleetState(["h"])
+    assert st.hosts["h"].conn == "connecting"
+    assert st.apply(HostConnecting("h", 1.0)) == []
+    assert st.apply(HostUp("h", 2.0)) == []  # first up: no "back" toast
+    n = st.apply(HostDown("h", 3.0, "connection lost", 0.5))
+    assert n[0].level == "error" and "connection lost" in n[0].message
+    h = st.hosts["h"]
+    assert (h.conn, h.since, h.last_error) == ("down", 3.0, "connection lost")
+    st.apply(HostConnecting("h", 3.6, attempt=2))
+    assert h.since == 3.0 and h.conn == "connecting"  # still counting from when it went down
+    assert st.apply(HostDown("h", 4.0, "refused")) == []  # no repeated toast while down
+    n = st.apply(HostUp("h", 5.0))
+    assert "back" in n[0].message and h.last_error is None
+
+
+def test_gpu_ages_and_staleness():
+    st = FleetState(["h"])
+    h = st.hosts["h"]
+    assert h.age_s(100.0) is None and h.stale(100.0)
+    st.apply(HostUp("h", 9.0))
+    st.apply(sample())
+    assert h.gpus[1].reading.memory_used_mib == 20
+    assert h.age_s(12.0) == 2.0 and not h.stale(12.0) and h.stale(16.0)
+    n = st.apply(TelemetryError("h", 11.0, "nvidia-smi hung"))
+    assert n and h.telemetry_error == "nvidia-smi hung"
+    assert st.apply(TelemetryError("h", 12.0, "nvidia-smi hung")) == []
+    st.apply(sample())
+    assert h.telemetry_error is None
+
+
+def test_every_tp_rank_counts_for_its_server_by_session():
+    st = FleetState(["h"])
+    st.apply(sample())
+    st.apply(ServerSeen(meta(), 1.0))
+    procs = (ProcInfo(100, 1, 100, "python -m sglang.launch_server"), ProcInfo(101, 100, 100, "sglang::scheduler_TP0"),
+             ProcInfo(102, 100, 100, "sglang::scheduler_TP1"), ProcInfo(555, 1, 555, "other"))
+    apps = (ComputeApp(101, U0, "python", 30000), ComputeApp(102, U1, "python", 31000), ComputeApp(555, U1, "x", 500))
+    st.apply(ProcessSample("h", 11.0, apps, procs))
+    s = st.servers["p@h:gpu0-1"]
+    assert s.memory_mib == 61000
+    g1 = st.hosts["h"].gpus[1]
+    assert [(p.pid, p.server) for p in g1.processes] == [(102, "p@h:gpu0-1"), (555, None)]
+    assert st.server_on_gpu("h", 1) is s and st.live_owner("h", 0) is s
+
+
+def test_log_offsets_dedupe_and_gaps():
+    st = FleetState(["h"])
+    st.apply(ServerSeen(meta(), 1.0))
+    s = st.servers["p@h:gpu0-1"]
+    st.apply(LogData(s.name, 2.0, "/l/a.log", 0, b"one\ntw"))
+    st.apply(LogData(s.name, 2.0, "/l/a.log", 0, b"one\ntwo\n"))  # a resumed tail re-sent bytes
+    st.apply(LogData(s.name, 2.0, "/l/a.log", 8, b"three\n"))
+    st.apply(LogData(s.name, 2.0, "/l/other.log", 0, b"not mine\n"))  # an old file's bytes are ignored
+    assert list(s.log.lines) == ["one", "two", "three"] and s.log_offset == 14 and s.log.gaps == 0
+    st.apply(LogData(s.name, 2.0, "/l/a.log", 20, b"four\n"))
+    assert s.log.gaps == 1 and list(s.log.lines)[-1] == "four"
+
+
+def test_crash_then_relaunch_keeps_previous_log():
+    st = FleetState(["h"])
+    st.apply(ServerSeen(meta(), 1.0))
+    n = st.apply(ServerGone("p@h:gpu0-1", 5.0, exit_status=137))
+    s = st.servers["p@h:gpu0-1"]
+    assert s.phase == "crashed" and not s.alive and "crashed" in n[0].message
+    st.apply(ServerSeen(meta(launch_id="L2", log="/l/b.log", sid=200), 6.0))
+    s2 = st.servers["p@h:gpu0-1"]
+    assert s2 is not s and s2.alive and s2.previous_logs == ["/l/a.log"] and s2.meta.log_path == "/l/b.log"
+
+
+def test_stop_is_stopped_not_crashed():
+    st = FleetState(["h"])
+    st.apply(ServerSeen(meta(), 1.0))
+    st.apply(ServerAction("p@h:gpu0-1", 2.0, "stop", True, "SIGTERM"))
+    n = st.apply(ServerGone("p@h:gpu0-1", 3.0))
+    assert st.servers["p@h:gpu0-1"].phase == "stopped" and "stopped" in n[0].message
+
+
+def test_health_confirms_ready_once():
+    st = FleetState(["h"])
+    st.apply(ServerSeen(meta(), 1.0))
+    s = st.servers["p@h:gpu0-1"]
+    assert st.apply(HealthResult(s.name, 2.0, "down")) == [] and s.phase == "launching"
+    n = st.apply(HealthResult(s.name, 3.0, "ok"))
+    assert s.phase == "ready" and s.ready_confirmed and "ready" in n[0].message
+    assert st.apply(HealthResult(s.name, 4.0, "ok")) == []
+
+
+def test_same_launch_seen_again_updates_meta_only():
+    st = FleetState(["h"])
+    st.apply(ServerSeen(meta(), 1.0))
+    s = st.servers["p@h:gpu0-1"]
+    st.apply(LogData(s.name, 2.0, "/l/a.log", 0, b"x\n"))
+    st.apply(ServerSeen(meta(gpus=(0, 1, 2)), 3.0))
+    assert st.servers["p@h:gpu0-1"] is s and s.meta.gpus == (0, 1, 2) and s.log.line_count == 1
