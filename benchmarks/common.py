@@ -125,11 +125,11 @@ def sim_server(root: Path, token_rate: str = "inf", cpu: int | None = None, pres
 
 
 @contextlib.contextmanager
-def fake_server_proc(cpu: int | None = None) -> Iterator[str]:
-    """The raw fake SSE peer (benchmarks/fakesse.py) in its own process; yields its URL."""
+def fake_server_proc(cpu: int | None = None, options: str = "") -> Iterator[str]:
+    """The raw fake SSE peer (benchmarks/fakesse.py) in its own process; `options` are FakeOptions kwargs."""
     port = free_port()
-    code = ("import asyncio,sys; from benchmarks.fakesse import FakeSSEServer; "
-            f"asyncio.run(FakeSSEServer(port={port}).serve())")
+    code = ("import asyncio,sys; from benchmarks.fakesse import FakeSSEServer, FakeOptions; "
+            f"asyncio.run(FakeSSEServer(FakeOptions({options}), port={port}).serve())")
     argv = [sys.executable, "-c", code]
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu % (os.cpu_count() or 1)), *argv]

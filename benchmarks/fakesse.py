@@ -26,6 +26,9 @@ class FakeOptions:
     send_usage: bool = True
     flush_every: int = 16
     """Zero-delay mode: drain the socket every N chunks."""
+    role_chunk: bool = True
+    """False: no empty role chunk, and the headers leave with the first token, so a client's first
+    byte is the first token (what makes curl's time_starttransfer a TTFT)."""
 
 
 def _chunk(payload: bytes) -> bytes:
@@ -142,14 +145,17 @@ class FakeSSEServer:
         if not req.get("ignore_eos") and o.eos_after is not None:
             n = min(n, o.eos_after)
         prompt = len(str(req.get("messages", [{}])[0].get("content", "")).split())
-        w.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n" + _ROLE)
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        if o.role_chunk:
+            w.write(head + _ROLE)
+            head = b""
         if o.ttft_s:
             await w.drain()
             await asyncio.sleep(o.ttft_s)
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         for i in range(n):
-            w.write(_TOKEN)
+            w.write(head + _TOKEN if i == 0 else _TOKEN)
             if o.tokens_per_s > 0:
                 await w.drain()
                 delay = t0 + (i + 1) / o.tokens_per_s - loop.time()
@@ -157,6 +163,8 @@ class FakeSSEServer:
                     await asyncio.sleep(delay)
             elif i % o.flush_every == 0:
                 await w.drain()
+        if n == 0:
+            w.write(head)
         w.write(_finish("length" if req.get("ignore_eos") or n == req.get("max_tokens") else "stop"))
         if o.send_usage and (req.get("stream_options") or {}).get("include_usage"):
             w.write(_usage(prompt, n))

@@ -1,0 +1,119 @@
+"""Benchmark 5: chat TTFT through the console's client (console.sglang.client) against `curl -N`, same server.
+
+Two servers, requests alternating between the two clients:
+- the raw fake peer with a fixed 20 ms TTFT and no role chunk, so curl's own `time_starttransfer`
+  (first byte, spawn excluded) is exactly its TTFT: this is the headline, median console − median curl;
+- a sim SGLang server (role chunk first, as SGLang sends it): curl's first content line as seen by a
+  reader, spawn included, for context.
+The console client is measured reused (one connection) and fresh per request (a new AsyncClient).
+Target: <= +3 ms median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.common import Result, fake_server_proc, pcts, sim_server
+from console.sglang.benchstats import percentile
+
+TARGET_MS = 3.0
+MESSAGES = [{"role": "user", "content": "Say something about GPUs."}]
+
+
+def curl_body(max_tokens: int) -> str:
+    return json.dumps({"model": "default", "messages": MESSAGES, "max_tokens": max_tokens, "stream": True,
+                       "stream_options": {"include_usage": True}})
+
+
+def curl_starttransfer(url: str, max_tokens: int) -> float:
+    """curl's own time to the first response byte (seconds, process spawn excluded)."""
+    out = subprocess.run(["curl", "-sN", "-o", "/dev/null", "-w", "%{time_starttransfer}", "-H",
+                          "Content-Type: application/json", "-d", curl_body(max_tokens),
+                          url + "/v1/chat/completions"], capture_output=True, text=True, check=True)
+    return float(out.stdout)
+
+
+def curl_first_content(url: str, max_tokens: int) -> float:
+    """Seconds from spawning `curl -N` to its first data line carrying content, read from its stdout."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(["curl", "-sN", "-H", "Content-Type: application/json", "-d", curl_body(max_tokens),
+                          url + "/v1/chat/completions"], stdout=subprocess.PIPE)
+    assert p.stdout is not None
+    try:
+        for line in p.stdout:
+            if line.startswith(b"data:") and ((b'"content":"' in line and b'"content":""' not in line)
+                                              or b'"reasoning_content":"' in line):
+                return time.perf_counter() - t0
+        raise RuntimeError("curl stream had no content")
+    finally:
+        p.kill()
+        p.wait()
+
+
+async def console_ttft(client: object, max_tokens: int) -> float:
+    """The console client's TTFT: from the call to its first reasoning/content delta (stream then drained)."""
+    t0 = time.perf_counter()
+    ttft: float | None = None
+    async for ev in client.chat_stream(MESSAGES, max_tokens=max_tokens):  # type: ignore[attr-defined]
+        if ttft is None and getattr(ev, "kind", "") in ("reasoning", "content"):
+            ttft = time.perf_counter() - t0
+    if ttft is None:
+        raise RuntimeError("no content from the console client")
+    return ttft
+
+
+async def side_by_side(url: str, n: int, max_tokens: int, curl_fn) -> dict[str, list[float]]:
+    from console.sglang.client import SGLangClient
+
+    res: dict[str, list[float]] = {"console reused": [], "console fresh": [], "curl": []}
+    async with SGLangClient(url, timeout=30) as reused:
+        await console_ttft(reused, max_tokens)  # warm the connection
+        for _ in range(n):
+            res["console reused"].append(await console_ttft(reused, max_tokens))
+            async with SGLangClient(url, timeout=30) as fresh:
+                res["console fresh"].append(await console_ttft(fresh, max_tokens))
+            res["curl"].append(await asyncio.to_thread(curl_fn, url, max_tokens))
+    return res
+
+
+def run(args: argparse.Namespace) -> Result:
+    detail: dict[str, object] = {}
+    with fake_server_proc(options="ttft_s=0.02, role_chunk=False") as url:
+        fake = asyncio.run(side_by_side(url, args.requests, 8, curl_starttransfer))
+    for k, v in fake.items():
+        detail[f"fake peer (TTFT 20 ms) {k} ms"] = pcts(v, qs=(50, 95))
+    note = ""
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench5-") as d, sim_server(Path(d), "700") as sim:
+            simres = asyncio.run(side_by_side(sim.url, max(5, args.requests // 3), 8, curl_first_content))
+        for k, v in simres.items():
+            detail[f"sim server {k} ms" + (" (reader, incl. spawn)" if k == "curl" else "")] = pcts(v, qs=(50, 95))
+    except (RuntimeError, OSError) as e:
+        note = f"sim part skipped: {e}"
+    med = {k: percentile(v, 50) or 0.0 for k, v in fake.items()}
+    delta = (med["console reused"] - med["curl"]) * 1000
+    delta_fresh = (med["console fresh"] - med["curl"]) * 1000
+    detail["median delta fresh client vs curl (ms)"] = round(delta_fresh, 2)
+    return Result("5 chat TTFT vs curl -N", f"{delta:+.2f} ms median (reused client; fresh {delta_fresh:+.2f} ms)",
+                  "<= +3 ms median", delta <= TARGET_MS and delta_fresh <= TARGET_MS, detail, note)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=30)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    r = run(args)
+    print(r.to_json()) if args.json else r.print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
