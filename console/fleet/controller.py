@@ -103,13 +103,16 @@ class FleetController:
         elif isinstance(ev, HostDown):
             j.event("host-down", host=ev.host, ok=False, message=ev.error)
 
-    async def start(self) -> None:
+    async def start(self, hosts: list[str] | None = None) -> None:
+        """Connect every host (or only `hosts`, for one-shot CLI commands); returns at once."""
         if self._started:
             return
         self._started = True
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(4.0, connect=3.0), trust_env=False,
                                        limits=httpx.Limits(max_keepalive_connections=0))
         for name, host in self.fleet.hosts.items():
+            if hosts is not None and name not in hosts:
+                continue
             transport = self._factory(name, host, self.journal.command)
             link = HostLink(name, host, transport, self.emit, poll_ms=self._poll_ms,
                             on_up=self._on_up, on_frame=self._on_frame)
@@ -149,6 +152,15 @@ class FleetController:
         """Wait until every host is up (True) or the timeout passes."""
         res = await asyncio.gather(*(link.wait_up(timeout) for link in self.links.values()))
         return all(res)
+
+    async def wait_discovered(self, host: str, timeout: float) -> bool:
+        """Wait until the host is up and its managed servers are re-attached."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if host in self._discovered:
+                return True
+            await asyncio.sleep(0.05)
+        return False
 
     async def wait_gone(self, name: str, timeout: float) -> bool:
         deadline = time.monotonic() + timeout

@@ -1,0 +1,68 @@
+"""`dflash-console launch PRESET [--gpus 0,1] [--wait] [--dry-run]`: pre-check, then start detached.
+
+Prints the exact remote command of each replica. Exit 0 launched (ready with --wait), 1 refused or
+failed (the reason names the owner of a busy GPU or port), 2 bad preset/usage, 3 host unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from console.config import load_fleet
+from console.fleet.controller import FleetController
+from console.fleet.journal import mask
+from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, run_async, session
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("launch", help="pre-check and launch a preset (detached; survives the console)")
+    p.add_argument("preset")
+    p.add_argument("--gpus", metavar="LIST", help="GPU indices overriding the preset's, e.g. 0,1")
+    p.add_argument("--wait", action="store_true", help="wait until /health answers 200 (preset ready_timeout)")
+    p.add_argument("--dry-run", action="store_true", help="show the commands and pre-checks; launch nothing")
+    p.set_defaults(func=run)
+
+
+def parse_gpus(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        gpus = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--gpus expects indices like 0,1; got {text!r}") from None
+    if not gpus or any(g < 0 for g in gpus):
+        raise ValueError(f"--gpus expects indices like 0,1; got {text!r}")
+    return gpus
+
+
+def run(args: argparse.Namespace) -> int:
+    fleet = load_fleet(args.hosts)
+    if args.preset not in fleet.presets:
+        return fail(f"unknown preset '{args.preset}' (known: {', '.join(fleet.presets) or 'none'})", EXIT_USAGE)
+    try:
+        gpus = parse_gpus(args.gpus)
+        if gpus is not None:
+            from console.sglang.command import expand_replicas
+
+            expand_replicas(args.preset, fleet.presets[args.preset], gpus)
+    except ValueError as e:
+        return fail(str(e), EXIT_USAGE)
+    host = fleet.presets[args.preset].host
+
+    async def body(ctl: FleetController) -> int:
+        pv = await ctl.preview(args.preset, gpus)
+        for plan in pv.plans:
+            print(f"{plan.replica.name}  port {plan.replica.port}  GPUs {','.join(map(str, plan.replica.gpus))}")
+            print(f"  {mask(plan.command)}")
+        for f in pv.findings:
+            print(f"  {f}")
+        for c in pv.checks:
+            print(mask(f"  [{'ok' if c.ok else 'FAIL' if c.blocking else 'warn'}] {c.name}: {c.message}"))
+        if args.dry_run:
+            return EXIT_FAILED if pv.blocked else EXIT_OK
+        out = await ctl.launch(args.preset, gpus, wait=args.wait)
+        print(mask(out.message), file=sys.stdout if out.ok else sys.stderr)
+        return EXIT_OK if out.ok else EXIT_FAILED
+
+    return run_async(session(args, [host], body, fleet=fleet))

@@ -1,0 +1,68 @@
+"""`dflash-console probe NAME|URL [--prompt TEXT]`: health, model, one short generation, TTFT and tok/s.
+
+NAME goes through the fleet (SSH tunnel unless the host is `http = "direct"`); a URL is used as is.
+Exit 0 healthy and answered, 1 not ready or the generation failed, 2 unknown name, 3 host unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from console.commands.stop import resolve
+from console.config import load_fleet
+from console.fleet.controller import FleetController
+from console.fleet.journal import mask
+from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, host_of, run_async, session
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("probe", help="health, model info, a short generation with TTFT and tok/s")
+    p.add_argument("target", metavar="NAME|URL")
+    p.add_argument("--prompt", default="Say hello in one short sentence.")
+    p.add_argument("--max-tokens", type=int, default=32)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+async def probe_url(url: str, prompt: str, max_tokens: int, api_key_env: str | None, as_json: bool) -> int:
+    from console.sglang.client import SGLangClient
+
+    async with SGLangClient(url, api_key_env=api_key_env, timeout=30) as c:
+        r = await c.probe(prompt, max_tokens=max_tokens)
+    model = (r.model_info or {}).get("model_path")
+    ttft = r.stats.ttft_s if r.stats else None
+    tps = r.stats.tokens_per_s if r.stats else None
+    if as_json:
+        print(json.dumps({"url": url, "health": r.health.state, "status": r.health.status, "model": model,
+                          "ttft_s": ttft, "tokens_per_s": tps, "tokens": r.stats.tokens if r.stats else None,
+                          "answer": r.text, "reasoning": r.reasoning, "error": r.error, "ok": r.ok}, indent=2))
+    else:
+        print(f"health   {r.health.state} (HTTP {r.health.status}, {r.health.latency_s * 1000:.0f} ms)")
+        print(f"model    {model or '-'}")
+        print(f"TTFT     {f'{ttft * 1000:.0f} ms' if ttft is not None else '-'}")
+        print(f"tok/s    {f'{tps:.1f}' if tps is not None else '-'}")
+        if r.reasoning:
+            print(f"thinking {r.reasoning.strip()[:300]}")
+        print(f"answer   {r.text.strip()}")
+        if r.error:
+            print(mask(f"error    {r.error}"))
+    return EXIT_OK if r.ok else EXIT_FAILED
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.target.startswith(("http://", "https://")):
+        return run_async(probe_url(args.target, args.prompt, args.max_tokens, None, args.json))
+    fleet = load_fleet(args.hosts)
+    host = host_of(args.target, fleet)
+    if host is None:
+        return fail(f"cannot tell the host of '{args.target}'; give a server name (see `status`) or a URL", EXIT_USAGE)
+
+    async def body(ctl: FleetController) -> int:
+        name = resolve(ctl, args.target)
+        if name is None:
+            return fail(f"no server '{args.target}' on {host}", EXIT_USAGE)
+        url = await ctl.server_url(name)
+        return await probe_url(url, args.prompt, args.max_tokens, ctl.api_key_env(name), args.json)
+
+    return run_async(session(args, [host], body, fleet=fleet))

@@ -1,0 +1,75 @@
+"""`dflash-console status [--json] [--watch]`: hosts, GPUs and servers with phase, tok/s and data age.
+
+`--json` prints the stable `dflash-console/status/1` document (console.fleet.report.status_doc).
+Exit 0, or 3 when a host is unreachable (its row still shows why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+
+from console.fleet.controller import FleetController
+from console.fleet.journal import mask
+from console.fleet.report import EXIT_OK, EXIT_UNREACHABLE, run_async, session, status_doc
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("status", help="hosts, GPUs and servers: phase, tok/s, memory, age of the data")
+    p.add_argument("--json", action="store_true", help="print the stable JSON document (schema dflash-console/status/1)")
+    p.add_argument("--watch", action="store_true", help="refresh every 2 s until Ctrl-C")
+    p.add_argument("--wait", type=float, default=6.0, metavar="S", help="seconds to wait for hosts (default 6)")
+    p.set_defaults(func=run)
+
+
+def _fmt(v: object, unit: str = "") -> str:
+    return "-" if v is None else f"{v}{unit}"
+
+
+def render(doc: dict) -> str:
+    out = []
+    for h in doc["hosts"]:
+        age = f"data {h['age_s']:.1f} s old" if h["age_s"] is not None else "no data yet"
+        line = f"{h['name']}  {h['state']}  ({age}{', STALE' if h['stale'] and h['age_s'] is not None else ''})"
+        if h["error"]:
+            line += f"  error: {h['error']}"
+        if h["telemetry_error"]:
+            line += f"  telemetry: {h['telemetry_error']}"
+        out.append(line)
+        for g in h["gpus"]:
+            mem = f"{_fmt(g['memory_used_mib'])}/{_fmt(g['memory_total_mib'])} MiB"
+            out.append(f"  GPU {g['index']}  {g['name'][:40]:40}  {mem:>20}  {_fmt(g['utilization_pct'], '%'):>4}  "
+                       f"{g['server'] or '-'}")
+    if doc["servers"]:
+        out.append("")
+        out.append(f"{'SERVER':44} {'PHASE':16} {'TOK/S':>8} {'PORT':>6} {'MEM MiB':>8}  CAUSE")
+        for s in doc["servers"]:
+            tp = f"{s['gen_throughput']:.1f}" if s["gen_throughput"] is not None else "-"
+            name = s["name"] + ("" if s["managed"] else " (external)")
+            out.append(f"{name:44} {s['phase']:16} {tp:>8} {_fmt(s['port']):>6} {s['memory_mib']:>8}  "
+                       f"{s['summary'] or ''}")
+    return mask("\n".join(out))
+
+
+def run(args: argparse.Namespace) -> int:
+    async def body(ctl: FleetController) -> int:
+        deadline = time.monotonic() + args.wait
+        while time.monotonic() < deadline and not all(h.gpus or h.conn != "up" or h.telemetry_error
+                                                      for h in ctl.state.hosts.values()):
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.3)  # one process sample joins GPUs to servers
+        while True:
+            doc = status_doc(ctl.state)
+            if args.json:
+                print(json.dumps(doc, indent=None if args.watch else 2), flush=True)
+            else:
+                if args.watch:
+                    print("\x1b[2J\x1b[H", end="")
+                print(render(doc), flush=True)
+            if not args.watch:
+                return EXIT_UNREACHABLE if any(h["state"] != "up" for h in doc["hosts"]) else EXIT_OK
+            await asyncio.sleep(2)
+
+    return run_async(session(args, None, body, wait_s=args.wait))

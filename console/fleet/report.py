@@ -1,0 +1,113 @@
+"""The stable `status --json` document and the CLI's controller session (connect, wait, exit codes).
+
+Schema `dflash-console/status/1`: additive changes only; a field is never renamed or retyped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from console.config import Fleet, load_fleet
+from console.fleet.controller import FleetController
+from console.fleet.journal import mask
+from console.fleet.state import FleetState, ServerState
+
+SCHEMA = "dflash-console/status/1"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+
+
+def _r(v: float | None, nd: int = 1) -> float | None:
+    return None if v is None else round(v, nd)
+
+
+def server_doc(s: ServerState) -> dict[str, Any]:
+    d = s.log.diagnosis if s.phase == "crashed" else None
+    return {
+        "name": s.name, "preset": s.meta.preset, "host": s.meta.host, "gpus": list(s.meta.gpus), "port": s.meta.port,
+        "managed": s.meta.managed, "phase": s.phase, "alive": s.alive, "health": s.health,
+        "gen_throughput": _r(s.gen_throughput), "running": s.log.running, "queued": s.log.queued,
+        "memory_mib": s.memory_mib, "pid": s.meta.pid, "log_path": s.meta.log_path,
+        "started_at": s.meta.started_at, "previous_logs": list(s.previous_logs),
+        "cause": d.cause if d else None, "summary": d.summary if d else None, "hint": d.hint if d else None,
+    }
+
+
+def status_doc(state: FleetState, now: float | None = None) -> dict[str, Any]:
+    """The `status --json` document (schema SCHEMA)."""
+    now = time.time() if now is None else now
+    hosts = []
+    for h in state.hosts.values():
+        gpus = []
+        for i in sorted(h.gpus):
+            g = h.gpus[i]
+            r = g.reading
+            owner = state.live_owner(h.name, i)
+            gpus.append({
+                "index": i, "name": r.name, "uuid": r.uuid, "memory_used_mib": r.memory_used_mib,
+                "memory_total_mib": r.memory_total_mib, "utilization_pct": r.utilization_pct,
+                "temperature_c": r.temperature_c, "power_w": r.power_w, "server": owner.name if owner else None,
+                "processes": [{"pid": p.pid, "used_mib": p.used_mib, "name": p.name, "server": p.server}
+                              for p in g.processes],
+            })
+        hosts.append({"name": h.name, "state": h.conn, "since": h.since, "error": mask(h.last_error or "") or None,
+                      "age_s": _r(h.age_s(now)), "stale": h.stale(now), "telemetry_error": h.telemetry_error,
+                      "gpus": gpus})
+    return {"schema": SCHEMA, "generated_at": round(now, 3), "hosts": hosts,
+            "servers": [server_doc(s) for s in state.servers.values()]}
+
+
+def host_of(name: str, fleet: Fleet) -> str | None:
+    """The host of `PRESET@HOST:gpuN`, `external@HOST:PORT`, or of a preset name."""
+    if "@" in name:
+        h = name.split("@", 1)[1].split(":", 1)[0]
+        return h if h in fleet.hosts else None
+    p = fleet.presets.get(name)
+    return p.host if p else None
+
+
+def fail(msg: str, code: int) -> int:
+    print(mask(f"error: {msg}"), file=sys.stderr)
+    return code
+
+
+async def session(args: argparse.Namespace, hosts: list[str] | None,
+                  body: Callable[[FleetController], Awaitable[int]], *, wait_s: float = 12.0,
+                  fleet: Fleet | None = None) -> int:
+    """Start a controller on `hosts`, wait for them (exit 3 naming the host if unreachable), run body."""
+    fleet = fleet or load_fleet(args.hosts)
+    ctl = FleetController(fleet, read_only=bool(getattr(args, "read_only", False)))
+    await ctl.start(hosts)
+    try:
+        names = hosts if hosts is not None else list(fleet.hosts)
+        oks = await asyncio.gather(*(_wait_host(ctl, h, wait_s) for h in names))
+        down = [h for h, ok in zip(names, oks, strict=True) if not ok]
+        if down and hosts is not None:
+            return fail("; ".join(f"host {h} unreachable: {ctl.state.hosts[h].last_error or 'timed out'}"
+                                  for h in down), EXIT_UNREACHABLE)
+        return await body(ctl)
+    finally:
+        await ctl.close()
+
+
+async def _wait_host(ctl: FleetController, host: str, timeout: float) -> bool:
+    """Up and re-attached (True), or refused three times in a row / timed out (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if await ctl.wait_discovered(host, 0.1):
+            return True
+        h = ctl.state.hosts[host]
+        if h.conn != "up" and h.last_error and h.attempt >= 3:
+            return False
+    return False
+
+
+def run_async(coro: Awaitable[int]) -> int:
+    try:
+        return asyncio.run(coro)  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,69 @@
+"""The CLI end to end against a sim host behind sshd: launch, status --json, probe, logs, stop, journal, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fleet.conftest import preset_toml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(hosts: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "console", "--hosts", str(hosts), *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT, env=os.environ.copy())
+
+
+def test_cli_launch_status_probe_logs_stop_journal(sim_ssh, tmp_path: Path):
+    h = sim_ssh("clihost")
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text("[console]\npoll_ms = 500\n" + h.section()
+                     + preset_toml("small", h, [2], 30030, args=["--api-key", "sk-cli-secret-1"])
+                     + preset_toml("clash", h, [2], 30031))
+    r = cli(hosts, "launch", "small", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "setsid nohup" in r.stdout and "sk-cli-secret-1" not in r.stdout
+    r = cli(hosts, "launch", "small", "--wait")
+    assert r.returncode == 0, r.stdout + r.stderr
+    name = "small@clihost:gpu2"
+    assert f"{name} is ready" in r.stdout
+    r = cli(hosts, "launch", "clash")
+    assert r.returncode == 1 and "GPU 2 is used by" in r.stderr and "(preset small)" in r.stderr, r.stderr
+    r = cli(hosts, "status", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "dflash-console/status/1"
+    (host,) = doc["hosts"]
+    assert host["name"] == "clihost" and host["state"] == "up" and host["age_s"] is not None
+    g2 = next(g for g in host["gpus"] if g["index"] == 2)
+    assert g2["server"] == name and g2["memory_used_mib"] > 0 and g2["memory_total_mib"] > 0
+    (srv,) = doc["servers"]
+    assert (srv["name"], srv["preset"], srv["host"], srv["gpus"], srv["port"]) == (name, "small", "clihost", [2], 30030)
+    assert srv["phase"] in ("ready", "serving") and "gen_throughput" in srv and srv["cause"] is None
+    r = cli(hosts, "probe", name, "--prompt", "hi")
+    assert "health   ready" in r.stdout or r.returncode in (0, 1), r.stdout + r.stderr
+    r = cli(hosts, "logs", name, "-n", "5")
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 5, r.stderr
+    r = cli(hosts, "stop", name)
+    assert r.returncode == 0 and "GPUs released" in r.stdout, r.stdout + r.stderr
+    r = cli(hosts, "stop", "nosuch@clihost:gpu9")
+    assert r.returncode == 2
+    r = cli(hosts, "journal", "-n", "0")
+    assert r.returncode == 0 and "setsid nohup" in r.stdout and "kill -TERM" in r.stdout
+    assert "sk-cli-secret-1" not in r.stdout
+    journal = (Path(os.environ["DFLASH_STATE_DIR"]) / "journal.jsonl").read_text()
+    assert "sk-cli-secret-1" not in journal
+
+
+def test_cli_unreachable_host_exit_3(ssh_host_factory, tmp_path: Path):
+    bad = ssh_host_factory("gone", kind="refusing")
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(bad.hosts_toml_section("gone") + '[presets.p]\nhost = "gone"\ngpus = [0]\nmodel = "/m"\n')
+    r = cli(hosts, "launch", "p")
+    assert r.returncode == 3 and "gone" in r.stderr, r.stderr
+    r = cli(hosts, "launch", "nope")
+    assert r.returncode == 2
