@@ -1,0 +1,157 @@
+"""Sim GPU hosts behind real sshd for the console benchmarks (built on the test fixtures' SshTestHost).
+
+`ssh_sim_fleet(n, spec)` yields a `SimFleet` (tests/faults/simfleet.py) whose hosts are served by real
+OpenSSH sshd in their own network and PID namespaces; the environment is isolated from the user's
+~/.ssh and console state. Also: launch helpers, a log-line writer process, and /proc readers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from console.sim.spec import BLACKWELL8_SPEC, SimHostSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def isolated_env(tmp: Path) -> Iterator[None]:
+    """No ~/.ssh/config, agent or real console state for the duration (as the tests' isolate_env)."""
+    empty = tmp / "ssh_config"
+    empty.write_text("")
+    new = {"DFLASH_SSH_CONFIG": str(empty), "DFLASH_CONFIG_DIR": str(tmp / "config"),
+           "DFLASH_STATE_DIR": str(tmp / "state")}
+    old = {k: os.environ.get(k) for k in [*new, "SSH_AUTH_SOCK"]}
+    os.environ.update(new)
+    os.environ.pop("SSH_AUTH_SOCK", None)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def ssh_sim_fleet(n_hosts: int, spec: SimHostSpec = BLACKWELL8_SPEC, prefix: str = "bh") -> Iterator[object]:
+    """n sim hosts (host dirs under /tmp) each behind its own sshd; torn down (namespaces, processes) after."""
+    from tests.faults.simfleet import build_sim_fleet
+    from tests.fixtures.sshhosts import SshTestHost, TestHostNet
+
+    root = Path(tempfile.mkdtemp(prefix="dfc-bench-", dir="/tmp"))
+    root.chmod(0o755)
+    made: list[SshTestHost] = []
+    net = TestHostNet()
+
+    def factory(name: str, d: Path) -> SshTestHost:
+        h = SshTestHost(net, name, d)
+        made.append(h)
+        return h
+
+    try:
+        with isolated_env(root):
+            yield build_sim_fleet(factory, root / "hosts", [f"{prefix}{i}" for i in range(n_hosts)], spec)
+    finally:
+        for h in made:
+            with contextlib.suppress(Exception):
+                h.teardown()
+        with contextlib.suppress(Exception):
+            net.teardown()
+        subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+def presets_toml(fleet: object, per_host: int, base_port: int = 30100, model: str = "Qwen3-0.6B") -> str:
+    """One TP=1 preset per host with `per_host` replicas (GPUs 0..per_host-1)."""
+    out = []
+    for h in fleet.hosts.values():  # type: ignore[attr-defined]
+        out.append(f'[presets.gen-{h.name}]\nhost = "{h.name}"\ngpus = {list(range(per_host))}\ntp = 1\n'
+                   f"model = {json.dumps(h.model(model))}\nport = {base_port}\n"
+                   'args = ["--mem-fraction-static", "0.5"]\nready_timeout = 60\n')
+    return "\n".join(out)
+
+
+async def launch_all(ctl: object, timeout: float = 90.0) -> list[str]:
+    """Launch every preset (hosts in parallel, waiting for ready); the server names."""
+    outs = await asyncio.wait_for(asyncio.gather(*(ctl.launch(p, wait=True)  # type: ignore[attr-defined]
+                                                   for p in ctl.fleet.presets)), timeout)  # type: ignore[attr-defined]
+    names: list[str] = []
+    for o in outs:
+        if not o.ok:
+            raise RuntimeError(f"launch failed: {o.message}")
+        names += o.servers
+    return names
+
+
+WRITER = r"""
+import sys, time, os
+rate = float(sys.argv[1]); seconds = float(sys.argv[2]); paths = sys.argv[3:]
+fs = [open(p, "a", buffering=1) for p in paths]
+pad = "x" * 60
+period = 1.0 / rate if rate > 0 else 1.0
+start = time.monotonic(); n = 0
+while time.monotonic() - start < seconds:
+    due = start + n * period
+    now = time.monotonic()
+    if due > now:
+        time.sleep(due - now)
+    # a batch per tick keeps the writer cheap at high rates
+    batch = max(1, int((time.monotonic() - start) / period) - n + 1) if rate > 200 else 1
+    ts = time.strftime("%Y-%m-%d %H:%M:%S")
+    for f in fs:
+        f.write("".join(f"[{ts}] bench filler line {n + i} {pad}\n" for i in range(batch)))
+    n += batch
+print(n, flush=True)
+"""
+
+
+def start_writer(paths: list[str], lines_per_s: float, seconds: float, cpu: int | None = None) -> subprocess.Popen:
+    """A separate process appending `lines_per_s` lines per second to every file (its CPU is not the console's)."""
+    argv = [sys.executable, "-c", WRITER, str(lines_per_s), str(seconds), *paths]
+    if cpu is not None:
+        argv = ["taskset", "-c", str(cpu % (os.cpu_count() or 1)), *argv]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (seconds)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of a process in MiB."""
+    vals = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(("VmRSS:", "VmHWM:")):
+            k, v = line.split(":", 1)
+            vals[k] = int(v.split()[0]) / 1024
+    return vals.get("VmRSS", 0.0), vals.get("VmHWM", 0.0)
+
+
+def server_log_paths(ctl: object, names: list[str]) -> list[str]:
+    paths = []
+    for n in names:
+        p = ctl.state.servers[n].meta.log_path  # type: ignore[attr-defined]
+        if not p:
+            raise RuntimeError(f"{n} has no log path")
+        paths.append(p)
+    return paths
+
+
+async def wait_until(pred: object, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while not pred():  # type: ignore[operator]
+        if time.monotonic() > end:
+            raise RuntimeError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
