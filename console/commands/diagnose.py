@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from console.sglang.diagnose import Diagnosis, diagnose_text
+from console.sglang.diagnose import Diagnosis, ProcessFacts, diagnose_text
 from console.sglang.logstate import LogSummary
 from console.sglang.phase import LABELS, STARTUP_PHASES
 
@@ -17,14 +17,20 @@ MAX_BYTES = 256 * 1024 * 1024
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diagnose", help="parse SGLang log files: phase, progress, crash cause and fix hint")
-    p.add_argument("logs", nargs="+", metavar="LOG", help="server log file(s)")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="server log file(s); - reads standard input")
     p.add_argument("--json", action="store_true", help="one JSON object per file (an array when several)")
+    p.add_argument("--exit-status", type=int, metavar="N", help="the process's exit status, when known (e.g. 137)")
+    p.add_argument("--signal", metavar="SIG", help="the signal that ended the process, when known (e.g. KILL or 9)")
+    p.add_argument("--stopped", action="store_true", help="the process was stopped on purpose (not a crash)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     unreadable = crashed = False
+    process = None
+    if args.exit_status is not None or args.signal is not None or args.stopped:
+        process = ProcessFacts(exit_status=args.exit_status, signal=args.signal, stop_requested=args.stopped)
     for name in args.logs:
         try:
             data = _read(Path(name))
@@ -34,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: cannot read {name}: {why}", file=sys.stderr)
             results.append({"file": name, "error": f"cannot read: {why}"})
             continue
-        summary, diag = diagnose_text(data)
+        summary, diag = diagnose_text(data, process)
         crashed = crashed or summary.crashed
         rec = to_record(name, summary, diag)
         results.append(rec)
@@ -48,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read(path: Path) -> bytes:
+    if str(path) == "-":
+        return sys.stdin.buffer.read(MAX_BYTES)
     if path.is_dir():
         raise IsADirectoryError(21, "is a directory")
     with path.open("rb") as f:

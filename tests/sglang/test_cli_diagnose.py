@@ -53,3 +53,25 @@ def test_binary_garbage_does_not_crash(tmp_path: Path, capsys: pytest.CaptureFix
     f.write_bytes(bytes(range(256)) * 50 + b"\x1b[31m" + b"x" * 2_000_000)
     assert main(["diagnose", "--json", str(f)]) == 0
     assert json.loads(capsys.readouterr().out)["phase"] == "launching"
+
+
+def test_process_facts_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from .synth import startup
+
+    f = tmp_path / "loading.log"
+    f.write_text(startup(2, until="loading_weights"))
+    assert main(["diagnose", str(f)]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", "--json", "--exit-status", "137", "--signal", "KILL", str(f)]) == 1
+    assert json.loads(capsys.readouterr().out)["cause"] == "killed_oom_killer"
+    assert main(["diagnose", "--signal", "9", "--stopped", str(f)]) == 0
+
+
+def test_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+    import sys
+
+    data = (all_samples()[11]).read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert main(["diagnose", "-"]) == 1
+    assert "mamba_radix_cache_incompatible" in capsys.readouterr().out
