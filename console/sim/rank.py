@@ -20,7 +20,7 @@ def _die_with_parent() -> None:
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        libc.prctl(15, b"sglang::schedul")  # PR_SET_NAME (comm, 15 chars)
+        libc.prctl(15, b"sglang::schedul")  # PR_SET_NAME (comm keeps 15 chars, as setproctitle's)
     except OSError:
         pass
 

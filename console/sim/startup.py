@@ -8,6 +8,7 @@ are sent to the ranks, which print `Scheduler hit an exception` and SIGQUIT the 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from console.sim import logs, memory
 from console.sim.args import ServerArgs, is_hybrid
+from console.sim.hostdir import REPO_ROOT
 from console.sim.nvsmi import RESERVED_MIB
 from console.sim.spec import SimHostSpec
 from console.sim.state import gpu_totals
@@ -41,13 +43,21 @@ class Result:
     avail_gib: float
 
 
+def title(tp: int, rank: int) -> str:
+    """`sglang::scheduler` + `_TPn` when tp > 1 (scheduler.py configure_scheduler_process)."""
+    return "sglang::scheduler" + logs.rank_prefix(tp, rank).replace(" ", "_")
+
+
 class Ranks:
     """The TP rank child processes and their JSON command pipes."""
 
     def __init__(self, host_dir: Path, tp: int, gpus: list[int], name: str) -> None:
         self.gpus = gpus
-        self.procs = [subprocess.Popen([sys.executable, "-m", "console.sim.rank", str(host_dir), str(r), str(tp),
-                                        str(g), name], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        env = {**os.environ, "PYTHONPATH": f"{REPO_ROOT}:{os.environ.get('PYTHONPATH', '')}".rstrip(":")}
+        # argv[0] is the title SGLang's schedulers set (setproctitle): ps and nvidia-smi show it.
+        self.procs = [subprocess.Popen([title(tp, r), "-m", "console.sim.rank", str(host_dir), str(r), str(tp),
+                                        str(g), title(tp, r)], executable=sys.executable, env=env,
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                       for r, g in enumerate(gpus)]
         self.mem = [0.0] * len(gpus)
 

@@ -96,12 +96,13 @@ def test_tp2_speculative_startup_sequence_and_vram(sim) -> None:
     # One compute-apps row per TP rank, attributable to the server's session.
     apps = smi(host, "--query-compute-apps=pid,gpu_uuid,process_name,used_memory", "--format=csv,noheader").stdout
     pids = [int(ln.split(", ")[0]) for ln in apps.splitlines()]
-    assert len(pids) == 2 and all(ln.split(", ")[2].endswith("/ct129/venv/bin/python3") for ln in apps.splitlines())
-    ps = subprocess.run(["ps", "-o", "pid=,ppid=,sid=", "-p", ",".join(map(str, [s.pid, *pids]))],
+    assert sorted(ln.split(", ")[2] for ln in apps.splitlines()) == ["sglang::scheduler_TP0", "sglang::scheduler_TP1"]
+    ps = subprocess.run(["ps", "-ww", "-o", "pid=,ppid=,sid=,args=", "-p", ",".join(map(str, [s.pid, *pids]))],
                         capture_output=True, text=True).stdout.split("\n")
     rows = {int(r.split()[0]): r.split() for r in ps if r.strip()}
     assert {rows[p][2] for p in rows} == {str(s.pid)}  # one session, led by the launched server
-    assert all(rows[p][1] == str(s.pid) for p in pids)
+    assert all(rows[p][1] == str(s.pid) and rows[p][3].startswith("sglang::scheduler_TP") for p in pids)
+    assert "-m sglang.launch_server --model-path" in " ".join(rows[s.pid][3:])
     r = httpx.get(f"{s.url}/health", timeout=5)
     assert r.status_code == 200 and r.content == b""
     info = httpx.get(f"{s.url}/server_info", timeout=5).json()
