@@ -67,7 +67,7 @@ class ActionsMixin:
             out = await api.restart(name)
             return out.ok, out.message
 
-        if srv is not None and srv.alive:
+        if srv is not None and srv.alive and srv.phase not in ("crashed", "stopped"):
             self.confirm(Text.assemble("Relaunch ", (name, "bold"), "? It is running and will be stopped first."),
                          lambda: self._run("relaunch", name, go))
         else:

@@ -57,7 +57,7 @@ class DflashApp(ActionsMixin, App[int]):
         self.last_probe: ProbeReport | None = None
         self.status_line = "" if api is not None else "connecting…"
         self._empty = FleetState()
-        self._seen_version = -1
+        self._phases: dict[str, str] = {}
         loaded = load_themes()
         self.theme_problems = loaded.problems
         self._install_bench()
@@ -123,11 +123,27 @@ class DflashApp(ActionsMixin, App[int]):
         self.post_message(FleetChanged())
         for n in notices:
             self.toast(n)
+        self._ready_fallback(notices)
+
+    def _ready_fallback(self, notices: list[Notice]) -> None:
+        """Toasts 'is ready' when a batch carried a server from starting straight to serving without a notice."""
+        told = {n.server for n in notices if n.server and n.message.endswith("is ready")}
+        for name, s in self.state.servers.items():
+            phase = s.phase
+            was = self._phases.get(name)
+            self._phases[name] = phase
+            if (was in ("launching", "loading_weights", "kv_cache", "cuda_graph", "warming")
+                    and phase in ("ready", "serving") and name not in told):
+                self.toast(Notice(self.now(), "info", f"{name} is ready", server=name, host=s.meta.host))
 
     def toast(self, n: Notice) -> None:
-        sev = {"info": "information", "warning": "warning", "error": "error"}[n.level]
-        self.notify(n.message, severity=sev, markup=False, timeout=8 if n.level == "error" else 4)
-        if n.level == "error" and self.bell_on_error:
+        level = n.level
+        srv = self.state.servers.get(n.server or "")
+        if srv is not None and not srv.meta.managed and level == "error":
+            level = "info"  # an external server ending is news, not an alarm: we did not start it
+        sev = {"info": "information", "warning": "warning", "error": "error"}[level]
+        self.notify(n.message, severity=sev, markup=False, timeout=8 if level == "error" else 4)
+        if level == "error" and self.bell_on_error:
             self.bell()
 
     def on_fleet_changed(self, _msg: FleetChanged) -> None:

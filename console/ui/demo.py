@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -99,7 +100,8 @@ def run_demo(args: argparse.Namespace) -> int:
     """Opens the UI at once on an empty fleet; the sim comes up in a worker."""
     from console.ui.app import DflashApp
 
-    demo = DemoFleet(read_only=bool(getattr(args, "read_only", False)))
+    scale = float(os.environ.get("DFC_DEMO_TIME_SCALE", "0.25"))
+    demo = DemoFleet(read_only=bool(getattr(args, "read_only", False)), time_scale=scale)
     app = DflashApp(api_factory=demo.bring_up, demo=demo, read_only=demo.read_only,
                     theme=getattr(args, "theme", None))
     try:

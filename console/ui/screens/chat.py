@@ -47,6 +47,7 @@ class Turn(Vertical):
     Turn { height: auto; margin-bottom: 1; }
     Turn .prompt { color: $accent; text-style: bold; }
     Turn Collapsible { padding: 0; border: none; background: $surface; }
+    Turn Collapsible Contents { padding: 0 0 0 2; }
     Turn .reasoning { color: $text-muted; text-style: italic; }
     Turn .stats { color: $text-muted; }
     """
@@ -85,7 +86,9 @@ class ChatScreen(Screen):
 
     BINDINGS = [
         Binding("escape", "back", "Back", id="chat-back"),
-        Binding("y,ctrl+y", "copy_curl", "Copy curl", id="chat-curl", tooltip="Copy the equivalent curl command."),
+        Binding("y", "copy_curl", "Copy curl", id="chat-curl", tooltip="Copy the equivalent curl command."),
+        Binding("ctrl+y", "copy_curl", "Copy curl", id="chat-curl-typing", show=False,
+                tooltip="Copy the curl command while typing a prompt."),
         Binding("ctrl+l", "clear", "Clear", id="chat-clear", tooltip="Start a new conversation."),
     ]
     DEFAULT_CSS = """
@@ -111,9 +114,9 @@ class ChatScreen(Screen):
         s = self.current_server()
         return s.meta.host if s else None
 
-    def _choices(self) -> list[tuple[str, str]]:
+    def _choices(self) -> list[tuple[Content, str]]:
         servers = [s for s in self.app.state.servers.values() if s.alive]  # type: ignore[attr-defined]
-        return [(fmt.clean(s.name), s.name) for s in servers]
+        return [(Content(fmt.clean(s.name)), s.name) for s in servers]  # type: ignore[misc]
 
     def compose(self) -> ComposeResult:
         choices = self._choices()

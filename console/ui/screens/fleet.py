@@ -81,10 +81,10 @@ class FleetScreen(ServerKeys, Screen):
         *ServerKeys.SERVER_BINDINGS,
         Binding("enter", "details", "Details", id="details", tooltip="Log, timeline and command of the server."),
         Binding("space", "mark", "Mark", id="mark", show=False, tooltip="Mark GPUs for a multi-GPU launch."),
-        Binding("left,h", "move(-1, 0)", "←", id="left", show=False),
-        Binding("right", "move(1, 0)", "→", id="right", show=False),
-        Binding("up,k", "move(0, -1)", "↑", id="up", show=False),
-        Binding("down,j", "move(0, 1)", "↓", id="down", show=False),
+        Binding("left,h", "move(-1, 0)", "←", id="left", show=False, tooltip="Select the GPU to the left."),
+        Binding("right", "move(1, 0)", "→", id="right", show=False, tooltip="Select the GPU to the right."),
+        Binding("up,k", "move(0, -1)", "↑", id="up", show=False, tooltip="Select the GPU above."),
+        Binding("down,j", "move(0, 1)", "↓", id="down", show=False, tooltip="Select the GPU below."),
     ]
 
     def __init__(self) -> None:

@@ -28,7 +28,10 @@ class HelpScreen(ModalScreen[None]):
     """Keys for the current screen; the command palette (ctrl+p) has the rest as `group: verb`."""
 
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", id="help-close")]
-    DEFAULT_CSS = "HelpScreen .dialog { max-width: 100; }"
+    DEFAULT_CSS = """
+    HelpScreen .dialog { max-width: 100; }
+    HelpScreen .help-foot { height: auto; color: $text-muted; margin-top: 1; }
+    """
 
     def __init__(self, under: Screen) -> None:
         super().__init__()
@@ -44,8 +47,8 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(classes="dialog"):
             yield Static("Keys", classes="dialog-title", markup=False)
             yield Static(table)
-            yield Static("ctrl+p: command palette (server: relaunch, host: reconnect, …)    "
-                         "remap any id in hosts.toml [keymap], e.g. launch = \"ctrl+l\"", classes="keys",
+            yield Static("ctrl+p: command palette (server: relaunch, host: reconnect, …)\n"
+                         "remap any id in hosts.toml [keymap], e.g. launch = \"ctrl+l\"", classes="help-foot",
                          markup=False)
 
     async def action_dismiss(self, result: None = None) -> None:

@@ -153,14 +153,17 @@ class ServerScreen(ServerKeys, Screen):
         m = srv.meta
         phase = srv.phase
         prog = progress_text(srv)
-        up = fmt.age(now - m.started_at) if m.started_at else "?"
+        if not srv.alive and srv.ended_at:
+            up = f"ended {fmt.age(max(0.0, now - srv.ended_at))} ago"
+        else:
+            up = f"up {fmt.age(max(0.0, now - m.started_at))}" if m.started_at else "up ?"
         health = srv.health or "—"
         log = srv.log
         head = Content.assemble(
             (fmt.clean(m.name), "bold"), f"  {fmt.clean(m.host)} · GPU {fmt.gpu_span(m.gpus)} · ",
             server_label(srv), "\n",
             (fmt.PHASE_WORDS.get(phase, phase), f"bold {phase_style(phase, c)}"), f" {prog}" if prog else "",
-            f" · health {health} · up {up} · {fmt.rate(srv.gen_throughput)} tok/s · run "
+            f" · health {health} · {up} · {fmt.rate(srv.gen_throughput)} tok/s · run "
             f"{'—' if log.running is None else log.running} · queue {'—' if log.queued is None else log.queued}"
             f" · KV {'—' if log.token_usage is None else f'{log.token_usage * 100:.0f}%'}"
             f"{f' · VRAM {fmt.gib(srv.memory_mib)} GiB' if srv.memory_mib else ''} · {log.line_count} lines",

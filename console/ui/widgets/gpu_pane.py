@@ -221,6 +221,8 @@ class GpuPane(Widget, can_focus=True):
         elif phase in ("ready", "serving") and srv.health is not None and srv.health != "ok":
             status = status + Content.styled(f" (health {fmt.clean(srv.health)})", c["phase-starting"])
         rows = [head, status]
+        if phase in fmt.STARTING:
+            return rows + self._starting(srv, c, compact)
         tput = self._throughput(srv, w, c)
         load = self._load(srv)
         if compact:
@@ -230,11 +232,22 @@ class GpuPane(Widget, can_focus=True):
         rows += [tput, load]
         return rows
 
+    def _starting(self, srv: ServerState, c: dict[str, str], compact: bool) -> list[Content]:
+        """While coming up: how long it has been at it, and the log's latest line (dimmed)."""
+        started = srv.meta.started_at
+        since = f"starting for {fmt.age(max(0.0, self._now() - started))}" if started else "starting"
+        rows = [Content.styled(since, c["dim"])]
+        if not compact and srv.log.lines:
+            rows.append(Content.styled(fmt.clean(srv.log.lines[-1][-200:]), c["dim"]))
+        return rows
+
     def _throughput(self, srv: ServerState, w: int, c: dict[str, str]) -> Content:
         tp = srv.gen_throughput
         if not srv.meta.managed and tp is None:
             pid = f" pid {srv.meta.pid}" if srv.meta.pid else ""
             return Content.styled(f"external: not started here{pid}", c["dim"])
+        if tp is None and not srv.throughput_history:
+            return Content.styled("idle: no decode batches yet", c["dim"])
         label = f"{fmt.rate(tp)} tok/s".rjust(11)
         spark = fmt.sparkline(list(srv.throughput_history), max(0, w - len(label) - 1))
         return Content.assemble((label, "bold"), " ", (spark, c["phase-serving"]))

@@ -47,6 +47,8 @@ class LogView(ScrollView, can_focus=True):
         self.query_text = ""
         self.matches: list[int] = []
         self.current = -1
+        self.cursor_row: int | None = None
+        """A row pointed at (traceback jump, search hit), drawn with a marker in the gutter."""
         self._styles: dict[str, Style] = {}
 
     # -- data ----------------------------------------------------------------------------
@@ -67,6 +69,8 @@ class LogView(ScrollView, can_focus=True):
         old = len(self._lines)
         self._lines = list(lines)
         self._count = count
+        if not grew_only:
+            self.cursor_row = None
         if self.filtered:
             self._rows = (self._rows + filter_rows(self._lines, old)) if grew_only else filter_rows(self._lines)
         else:
@@ -100,6 +104,7 @@ class LogView(ScrollView, can_focus=True):
 
     def action_follow(self) -> None:
         self.follow = True
+        self.cursor_row = None
         self.scroll_end(animate=False, x_axis=False)
 
     # -- search --------------------------------------------------------------------------
@@ -129,6 +134,7 @@ class LogView(ScrollView, can_focus=True):
         """Scrolls so `row` sits a third down the view (context above it); pauses follow."""
         self.follow = False
         ctx = self.size.height // 3 if context is None else context
+        self.cursor_row = row
         self.scroll_to(y=max(0, row - ctx), animate=False, immediate=True)
         self.follow = False
         self.refresh()
@@ -166,7 +172,8 @@ class LogView(ScrollView, can_focus=True):
         idx = self._rows[row]
         raw = self._lines[idx]
         gutter_w = 7
-        number = f"{self._count - len(self._lines) + idx + 1:>6} "
+        mark = "▶" if row == self.cursor_row else " "
+        number = f"{self._count - len(self._lines) + idx + 1:>6}{mark}"
         room = max(0, width - gutter_w)
         text = fmt.clean(raw[: (scroll_x + room) * 2 + 256])[scroll_x: scroll_x + room]
         lvl = level_of(raw)

@@ -1,0 +1,80 @@
+"""End to end: `dflash-console --demo` in a private tmux server; keys in, capture-pane out, sim cleaned up on quit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
+
+
+def capture(tmux: list[str]) -> str:
+    return subprocess.run([*tmux, "capture-pane", "-p", "-t", "demo"], capture_output=True, text=True).stdout
+
+
+def wait_for(tmux: list[str], needle: str, timeout: float) -> str:
+    end = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < end:
+        screen = capture(tmux)
+        if needle in screen:
+            return screen
+        time.sleep(0.05)
+    raise AssertionError(f"{needle!r} not on screen after {timeout} s:\n{screen}")
+
+
+def leftover_processes(marker: str) -> list[int]:
+    """Pids whose command line mentions the test's temp dir (sim servers started by the demo)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if marker.encode() in (d / "cmdline").read_bytes():
+                    out.append(int(d.name))
+            except OSError:
+                continue
+    return out
+
+
+def test_demo_in_tmux(tmp_path: Path) -> None:
+    tmux = ["tmux", "-L", f"dfc-test-{os.getpid()}"]
+    env = {**os.environ, "TMPDIR": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+           "XDG_STATE_HOME": str(tmp_path / "state"), "DFC_DEMO_TIME_SCALE": "0.1", "TERM": "xterm-256color"}
+    cmd = f"cd {ROOT} && exec {sys.executable} -m console --demo"
+    t0 = time.monotonic()
+    subprocess.run([*tmux, "new-session", "-d", "-s", "demo", "-x", "120", "-y", "36", cmd], env=env, check=True)
+    try:
+        wait_for(tmux, "dflash-console", 5)
+        first_frame = time.monotonic() - t0
+        assert first_frame < 3.0, f"first frame after {first_frame:.2f} s"
+        wait_for(tmux, "blackwell", 20)
+        screen = wait_for(tmux, "serving", 45)
+        assert "ct129" in screen and "GPU0" in screen
+        subprocess.run([*tmux, "send-keys", "-t", "demo", "?"], check=True)
+        wait_for(tmux, "keymap id", 5)
+        subprocess.run([*tmux, "send-keys", "-t", "demo", "Escape"], check=True)
+        time.sleep(0.5)
+        subprocess.run([*tmux, "send-keys", "-t", "demo", "Enter"], check=True)
+        wait_for(tmux, "Startup timeline", 5)
+        subprocess.run([*tmux, "send-keys", "-t", "demo", "Escape"], check=True)
+        time.sleep(0.3)
+        subprocess.run([*tmux, "send-keys", "-t", "demo", "q"], check=True)
+        end = time.monotonic() + 15
+        while time.monotonic() < end:
+            if subprocess.run([*tmux, "has-session", "-t", "demo"], capture_output=True).returncode != 0:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the console did not quit on q")
+        assert not list(tmp_path.glob("dfc-demo-*")), "the demo's sim dir was not cleaned up"
+        time.sleep(0.3)
+        assert not leftover_processes(str(tmp_path)), "sim processes outlived the console"
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)

@@ -1,0 +1,78 @@
+"""The real FleetController over a local-transport sim fleet, driven through the UI: launch -> ready, crash -> relaunch, stop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from console.ui.app import DflashApp
+from console.ui.demo import DemoFleet
+from console.ui.messages import ActionDone
+from console.ui.screens.dialogs import ConfirmScreen
+from console.ui.screens.launch import LaunchScreen
+from console.ui.widgets.gpu_pane import GpuPane
+
+async def until(pilot, cond: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.1)
+
+
+async def test_launch_ready_crash_relaunch_stop_on_sim(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    demo = DemoFleet(root=str(tmp_path / "sim"), time_scale=0.1, autostart=False)
+    app = DflashApp(api_factory=demo.bring_up, demo=demo)
+    msgs: list[object] = []
+    notes: list[str] = []
+    try:
+        async with app.run_test(size=(160, 48), message_hook=msgs.append) as pilot:
+            real_notify = app.notify
+            app.notify = lambda message, **kw: (notes.append(message), real_notify(message, **kw))  # type: ignore
+            await until(pilot, lambda: app.api is not None and all(
+                h.conn == "up" and h.gpus for h in app.state.hosts.values()) and len(app.state.hosts) >= 2,
+                what="both sim hosts up")
+            await pilot.pause(0.3)
+            for p in app.screen.query(GpuPane):
+                if p.host == "ct129" and p.gpu == 0:
+                    p.focus()
+            await pilot.pause()
+            await pilot.press("l")
+            await until(pilot, lambda: isinstance(app.screen, LaunchScreen), what="launch screen")
+            await pilot.pause()
+            await pilot.press("enter")
+            await until(pilot, lambda: getattr(app.screen, "preview", None) is not None, what="preview")
+            assert "sglang.launch_server" in str(app.screen.query_one("#preview-body").render())
+            await pilot.press("y")
+            name = "qwen36-mtp@ct129:gpu0-1"
+            await until(pilot, lambda: name in app.state.servers, what="server seen")
+            await until(pilot, lambda: app.state.servers[name].phase in ("ready", "serving"), 60, "ready")
+            await until(pilot, lambda: any(f"{name} is ready" in n for n in notes), 5, f"ready toast in {notes}")
+            pane = next(p for p in app.screen.query(GpuPane) if p.host == "ct129" and p.gpu == 0)
+            await until(pilot, lambda: pane.has_class("-ready"), 5, "green pane")
+
+            cmds = {c.title: c for c in app.get_system_commands(app.screen)}
+            cmds["sim: crash server"].callback()
+            await until(pilot, lambda: app.state.servers[name].phase == "crashed", 30, "crash")
+            await until(pilot, lambda: any("crashed" in n for n in notes), 5, "crash toast")
+            await until(pilot, lambda: pane.has_class("-crashed"), 5, "red pane")
+            first_log = app.state.servers[name].meta.log_path
+
+            await pilot.press("r")
+            await pilot.pause()
+            assert not isinstance(app.screen, ConfirmScreen)  # a crashed server relaunches without asking
+            await until(pilot, lambda: any(isinstance(m, ActionDone) and m.action == "relaunch" for m in msgs), 60,
+                        "relaunch done")
+            await until(pilot, lambda: app.state.servers[name].phase in ("ready", "serving"), 60, "ready again")
+            s = app.state.servers[name]
+            assert first_log in s.previous_logs and s.meta.log_path != first_log
+
+            await pilot.press("s")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "stop confirm")
+            await pilot.press("y")
+            await until(pilot, lambda: name not in app.state.servers or app.state.servers[name].phase == "stopped",
+                        60, "stopped")
+            await asyncio.sleep(0)
+    finally:
+        demo.cleanup()

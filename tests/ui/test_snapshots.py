@@ -1,0 +1,104 @@
+"""SVG snapshots of the main screens, rendered from a fixed FleetState with a frozen clock (see fakes.scenario)."""
+
+from __future__ import annotations
+
+from console.ui.app import DflashApp
+from console.ui.widgets.gpu_pane import GpuPane
+from tests.ui.fakes import NOW, FakeApi, FakeBackend, scenario
+
+
+def app_for(**kw: object) -> DflashApp:
+    state = scenario(**{k: kw.pop(k) for k in ("crashed", "stale_host", "eight") if k in kw})  # type: ignore[arg-type]
+    return DflashApp(FakeApi(state), clock=lambda: NOW, backend=FakeBackend(), **kw)  # type: ignore[arg-type]
+
+
+def focus(host: str, gpu: int):  # type: ignore[no-untyped-def]
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.pause()
+        for p in pilot.app.screen.query(GpuPane):
+            if p.host == host and p.gpu == gpu:
+                p.focus()
+        await pilot.pause()
+
+    return run
+
+
+def test_fleet_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(), terminal_size=(80, 24))
+
+
+def test_fleet_200x60(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(), terminal_size=(200, 60))
+
+
+def test_fleet_eight_gpus(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(eight=True), terminal_size=(160, 48))
+
+
+def test_crashed_pane_selected(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(), terminal_size=(120, 36), run_before=focus("blackwell", 1))
+
+
+def test_stale_host(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(stale_host="ct129"), terminal_size=(120, 36))
+
+
+def test_server_screen_serving(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await focus("ct129", 0)(pilot)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app_for(), terminal_size=(140, 40), run_before=run)
+
+
+def test_server_screen_crashed_narrow(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await focus("blackwell", 1)(pilot)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app_for(), terminal_size=(80, 24), run_before=run)
+
+
+def test_launch_preview(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await focus("blackwell", 0)(pilot)
+        await pilot.press("l")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(app_for(), terminal_size=(120, 36), run_before=run)
+
+
+def test_chat_answer(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await focus("ct129", 0)(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press(*"What is the capital of France?", "enter")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        pilot.app.screen.query_one("#reasoning-box").collapsed = False
+        await pilot.pause()
+
+    assert snap_compare(app_for(), terminal_size=(120, 36), run_before=run)
+
+
+def test_help(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await focus("ct129", 0)(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(app_for(), terminal_size=(120, 40), run_before=run)
+
+
+def test_read_only(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(read_only=True), terminal_size=(120, 36), run_before=focus("ct129", 0))
+
+
+def test_light_theme(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(theme="dflash-light"), terminal_size=(120, 36), run_before=focus("blackwell", 1))
