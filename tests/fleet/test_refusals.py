@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -40,8 +39,9 @@ async def test_busy_gpu_and_port_refused_with_owner(sim_ssh, controller_factory)
 async def test_hostile_values_reach_sglang_literally(sim_ssh, controller_factory):
     h = sim_ssh("hostile")
     mark = f"/tmp/pwned-{uuid.uuid4().hex[:8]}"
-    weird = h.dir / "models" / f"we'ird $(touch {mark}) `touch {mark}` ; \"x\""
-    shutil.copytree(h.model(), weird)
+    base = os.path.basename(mark)
+    weird = h.dir / "models" / f"we'ird $(touch {base}) `touch {base}` ; \"x\""
+    os.rename(h.model(), weird)  # a copy would write the sparse weights out
     served = f"name$(touch {mark})`touch {mark}`;'\"q"
     text = h.section() + preset_toml("evil", h, [1], 30010, model=str(weird),
                                      args=["--served-model-name", served], env={"EVIL": f"$(touch {mark});`x`"})
@@ -56,6 +56,7 @@ async def test_hostile_values_reach_sglang_literally(sim_ssh, controller_factory
     assert models["data"][0]["id"] == served
     assert info["model_path"] == str(weird)
     assert not os.path.exists(mark)
+    assert not list(h.ssh.home.glob("pwned-*")) and not list(Path("/tmp").glob(f"{base}*"))
     assert h.ssh.exec(f"test -e {mark}").returncode != 0
     assert (await ctl.stop_server(out.servers[0])).ok
 
