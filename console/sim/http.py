@@ -212,27 +212,25 @@ class App:
         if body.get("stream"):
             await _sse_start(send)
             await _sse(send, chunk({"reasoning_content": None, "role": "assistant", "content": ""}))
-            opened = False
+            inline = _Inline()
             while (item := await req.out.get()) is not None:
                 piece, thinking = item
                 if thinking and separate:
                     await _sse(send, chunk({"reasoning_content": piece}))
                     continue
-                if thinking and not opened:
-                    piece, opened = "<think>" + piece, True
-                await _sse(send, chunk({"reasoning_content": None, "content": piece}))
+                await _sse(send, chunk({"reasoning_content": None, "content": inline.text(piece, thinking)}))
             await _sse(send, chunk({"reasoning_content": None}, req.finish, 151645 if req.finish == "stop" else None))
             if usage_on:
                 await _sse(send, {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
                                   "choices": [], "usage": usage()})
             await _sse_end(send)
             return
-        content, reasoning = "", ""
+        content, reasoning, inline = "", "", _Inline()
         while (item := await req.out.get()) is not None:
             if item[1] and separate:
                 reasoning += item[0]
             else:
-                content += item[0]
+                content += inline.text(*item)
         await _json(send, 200, {
             "id": rid, "object": "chat.completion", "created": created, "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content,
@@ -270,6 +268,22 @@ class App:
                 out.append(f'sglang:{name}_bucket{{{tok},le="{le}"}} {float(sum(v <= b for v in vals))}')
             out += [f"sglang:{name}_sum{{{tok}}} {float(sum(vals))}", f"sglang:{name}_count{{{tok}}} {float(len(vals))}"]
         return "\n".join(out) + "\n"
+
+
+class _Inline:
+    """Without --reasoning-parser the thinking stays in `content`, wrapped in <think>...</think>."""
+
+    def __init__(self) -> None:
+        self.state = "before"
+
+    def text(self, piece: str, thinking: bool) -> str:
+        if thinking and self.state == "before":
+            self.state = "thinking"
+            return "<think>" + piece
+        if not thinking and self.state == "thinking":
+            self.state = "after"
+            return "</think>\n\n" + piece.lstrip()
+        return piece
 
 
 def _loads(body: bytes) -> dict[str, Any]:

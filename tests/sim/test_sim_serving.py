@@ -161,3 +161,14 @@ def test_zero_delay_mode_for_load_generator_ceilings() -> None:
         return time.perf_counter() - t0
 
     assert asyncio.run(run()) < 1.5
+
+
+def test_no_reasoning_parser_keeps_think_tags_in_content(sim) -> None:
+    _root, hosts = sim
+    s = launch(hosts, "qwen36-bench", drop=("--reasoning-parser",), env={"DFLASH_SIM_TOKEN_RATE": "20000"})
+    s.wait("fired up", 30)
+    r = httpx.post(f"{s.url}/v1/chat/completions", timeout=10, json={
+        "messages": [{"role": "user", "content": "hi"}], "max_tokens": 60}).json()
+    msg = r["choices"][0]["message"]
+    assert msg["reasoning_content"] is None
+    assert msg["content"].startswith("<think> Let me think") and "</think>\n\n" in msg["content"]
