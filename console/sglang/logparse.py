@@ -98,13 +98,13 @@ class LogParser(StartupLines):
         self.exit_status, self.exit_signal = exit_status, sig
         if self._terminal is not None:
             return
-        evidence = self._tb.crash is not None or self._tb.pending() is not None
-        if not evidence and (stop_requested or exit_status == 0):
+        pending = self._tb.pending()
+        if self._tb.crash is None and (stop_requested or (exit_status == 0 and pending is None)):
             self._set_terminal(Phase.STOPPED, "stop requested" if stop_requested else "exited with status 0")
             return
-        if not evidence:
+        if self._tb.crash is None:
             what = f"signal {sig}" if sig is not None else f"exit status {exit_status}"
-            self._tb.crash = CrashInfo(f"process ended ({what})", self.ts, phase_at_crash=self.phase)
+            self._tb.crash = pending or CrashInfo(f"process ended ({what})", self.ts, phase_at_crash=self.phase)
         self._set_terminal(Phase.CRASHED)
 
     # --- per line ---------------------------------------------------------------------------------
@@ -316,7 +316,7 @@ class LogParser(StartupLines):
         return self.crash_info() is not None
 
     def crash_info(self) -> CrashInfo | None:
-        return self._tb.current(terminal=self._terminal is not None)
+        return self._tb.current(terminal=self._terminal is not None, up=self._http.order >= Phase.READY.order)
 
     def current_stats(self) -> Stats:
         """The live Stats object, brought up to date (no copy; cheaper than a snapshot)."""

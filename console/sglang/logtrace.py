@@ -89,11 +89,15 @@ class Tracebacks:
             c.rank = c.rank or src.rank
         return True
 
-    def current(self, terminal: bool) -> CrashInfo | None:
-        """The crash, or (while no terminal phase is known) a pending traceback."""
+    def current(self, terminal: bool, up: bool) -> CrashInfo | None:
+        """The crash; or, while still starting (not `up`, no terminal phase), a traceback the log stopped on.
+
+        Once the server is up an idle log prints nothing, so a traceback followed by silence is not
+        proof of death: it needs a crash marker or the process's exit (LogParser.mark_exit).
+        """
         if self.crash is not None:
             return self.crash
-        return None if terminal else self.pending()
+        return None if terminal or up else self.pending()
 
 
 def add_error(errors: deque[str], line: str) -> None:

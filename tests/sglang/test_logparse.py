@@ -161,3 +161,19 @@ def test_log_ms_and_main_process_lines_do_not_make_ranks() -> None:
                    "[2026-01-01 10:00:00.900 TP1] Load weight begin. avail mem=10.00 GB\n")
     assert list(s.ranks) == ["TP1"] and s.first_ts is not None and s.last_ts is not None
     assert abs(s.last_ts - s.first_ts - 0.8) < 1e-6
+
+
+def test_traceback_while_serving_needs_a_marker_or_exit() -> None:
+    text = startup(1) + "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\nKeyError: 'rid'\n"
+    p = LogParser()
+    p.feed(text)
+    assert not p.snapshot().crashed and p.snapshot().phase is Phase.SERVING
+    assert "KeyError: 'rid'" in p.snapshot().errors
+    p.mark_exit(1)
+    s = p.snapshot()
+    assert s.crashed and s.crash is not None and s.crash.exception_lines == ["KeyError: 'rid'"]
+
+    q = LogParser()
+    q.feed(text)
+    q.mark_exit(137, "KILL", stop_requested=True)
+    assert q.snapshot().phase is Phase.STOPPED
