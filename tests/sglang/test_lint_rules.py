@@ -124,12 +124,21 @@ def test_spec_v2_env() -> None:
     assert "spec-v2-env" not in rules(lint(base, model="/m/Llama-3.1-8B"))
 
 
-def test_repo_hosts_toml_presets_lint_clean() -> None:
-    from pathlib import Path
-    fleet = parse_fleet(Path(__file__).resolve().parents[2].joinpath("hosts.toml").read_text())
-    for name in fleet.presets:
-        bad = [f for f in lint_preset(fleet, name) if f.severity == "error" and f.rule != "bind-loopback-direct"]
-        assert bad == [], bad
+def test_qwen36_mtp_example_preset_is_clean() -> None:
+    fleet = parse_fleet("""
+[hosts.ct129]
+address = "10.1.230.172"
+
+[presets.qwen36-mtp]
+host = "ct129"
+gpus = [0, 1]
+tp = 2
+model = "/root/models/Qwen3.6-27B"
+env = { SGLANG_ENABLE_SPEC_V2 = "1" }
+args = ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "1", "--speculative-eagle-topk", "1",
+        "--speculative-num-draft-tokens", "2", "--mamba-scheduler-strategy", "extra_buffer", "--reasoning-parser", "qwen3"]
+""")
+    assert [f for f in lint_preset(fleet, "qwen36-mtp", QWEN36_CFG) if f.rule != "bind-loopback-direct"] == []
 
 
 def test_flag_table() -> None:
