@@ -24,7 +24,7 @@ def proc_loop_command(interval_s: float = 1.0, apps_every: int = 3) -> str:
     """The remote process loop, as one `sh -c` command line."""
     apps = nvsmi.query_apps_command()
     script = f"""
-T=; command -v timeout >/dev/null 2>&1 && T="timeout 5"
+T=; command -v timeout >/dev/null 2>&1 && T="timeout 3"
 i=0; skip=0
 while :; do
   echo "==> ps $(date +%s)"
