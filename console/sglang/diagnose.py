@@ -109,7 +109,8 @@ def _oom_fact(text: str) -> str:
 
 
 def _port(m: re.Match[str], c: _Ctx) -> tuple[str, str]:
-    pm = re.search(r"\('([^']*)', (\d+)\)", m.string) or re.search(r"(?:port|at) (\d+)", m.string)
+    pm = (re.search(r"\('([^']*)', (\d+)\)", m.string) or re.search(r"tcp://[^:']+:(\d+)", m.string)
+          or re.search(r"(?:port|at) (\d+)", m.string))
     port = pm.group(pm.lastindex or 1) if pm else "?"
     return (f"port {port} is already in use (the HTTP server could not bind after loading everything)",
             f"stop whatever holds port {port} (`ss -ltnp 'sport = :{port}'`) or give the preset another port; "
@@ -150,7 +151,8 @@ def _kernel_missing(m: re.Match[str], c: _Ctx) -> tuple[str, str]:
 
 
 _ARGPARSE_RULE = _Rule("invalid_argument", _rx(r"error: argument [-\w]+", r"error: unrecognized arguments", r"the following arguments are required",
-                                                r"invalid choice", r"Error: --model-path is required"),
+                                                r"invalid choice", r"Error: --model-path is required",
+                                                r"User-specified context_length \(\d+\) is greater than"),
                        lambda m, c: (f"SGLang rejected an argument: {m.string.strip()[:160]}",
                                      "fix the flag in the preset's args (dflash-console check lints them)"))
 
@@ -176,7 +178,7 @@ _RULES: tuple[_Rule, ...] = (
           lambda m, c: ("not enough GPU memory left for the KV cache after loading the weights",
                         "raise --mem-fraction-static (e.g. 0.85 -> 0.9) or spread the model over more GPUs (--tp-size); "
                         "a quantized checkpoint also leaves more room")),
-    _Rule("port_in_use", _rx(r"\[Errno 98\]", r"address already in use", r"is not available in \d+ seconds",
+    _Rule("port_in_use", _rx(r"\[Errno 98\]", r"(?i:address already in use)", r"is not available in \d+ seconds",
                              r"Port is already in use"), _port),
     _Rule("invalid_port_config", _rx(r"port must be 0-65535", r"argument --port: invalid", r"\[Errno 99\]",
                                      r"\[Errno 13\] error while attempting to bind"),
@@ -186,8 +188,12 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("cuda_driver_incompatible", _rx(r"driver version is insufficient", r"NVIDIA driver on your system is too old",
                                           r"Found no NVIDIA driver", r"cudaErrorInsufficientDriver",
                                           r"forward compatibility was attempted", r"unsupported display driver / cuda driver",
-                                          r"CUDA driver initialization failed"),
-          lambda m, c: (f"the NVIDIA driver does not support this CUDA/torch build: {m.string.strip()[:120]}",
+                                          r"CUDA driver initialization failed", r"No CUDA GPUs are available",
+                                          r"No accelerator \(CUDA"),
+          lambda m, c: ("no GPU is visible to the server (driver missing, or CUDA_VISIBLE_DEVICES names no usable GPU)",
+                        "check `nvidia-smi` on the host and the CUDA_VISIBLE_DEVICES the console sets (the preset's gpus); "
+                        "in a container pass the GPUs through (--gpus)") if ("No CUDA GPUs" in m.string or "No accelerator" in m.string) else
+                       (f"the NVIDIA driver does not support this CUDA/torch build: {m.string.strip()[:120]}",
                         "upgrade the host's NVIDIA driver to one that supports the venv's CUDA version "
                         "(nvidia-smi shows the max CUDA version), or install a torch/SGLang build for an older CUDA")),
     _Rule("unsupported_gpu_arch", _rx(r"not supported in this architecture", r"no kernel image is available for execution",
@@ -251,7 +257,7 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 _CODE = re.compile(r"\s|File \"|(?:raise|return|assert|if|for|with|def|async|await|yield) |[\w.\[\]]+ ?[-+*/]?= |[\w.]+\(|\^+$|[~^ ]+$")
-_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation|"
+_OOM = re.compile(r"CUDA out of memory|HIP out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation|"
                   r"(?:Prefill|Decode) out of memory")
 
 

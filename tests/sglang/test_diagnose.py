@@ -29,6 +29,12 @@ CASES = [
                                "pre_model_load_memory=70.1, local_gpu_memory=78.2, local_gpu_memory * 0.9=70.4"), "nvidia-smi"),
     ("port_in_use", startup(1, until="ready").replace("INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)",
      "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use"), "30000"),
+    ("port_in_use", crash("zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:30001')"), "30001"),
+    ("cuda_driver_incompatible", crash("RuntimeError: No accelerator (CUDA, XPU, HPU, NPU, MUSA, MPS) is available."),
+     "CUDA_VISIBLE_DEVICES"),
+    ("invalid_argument", "Traceback (most recent call last):\nValueError: User-specified context_length (200000) is greater than "
+     "the derived context_length (131072). To allow overriding this maximum, set the env var "
+     "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1\n", "preset"),
     ("invalid_port_config", "[2026-01-01 10:00:00] ERROR:    [Errno 99] error while attempting to bind on address ('10.9.9.9', 30000): "
      "cannot assign requested address\n", "--host"),
     ("missing_shared_library", crash("OSError: libavutil.so.58: cannot open shared object file: No such file or directory"), "FFmpeg"),
@@ -79,12 +85,13 @@ def test_every_slug_is_exercised_somewhere() -> None:
 
 
 def test_hints_point_the_right_way() -> None:
-    kv = diagnose_text(CASES[0][1])[1]
-    graph = diagnose_text(CASES[1][1])[1]
+    by = {c: t for c, t, _ in reversed(CASES)}
+    kv = diagnose_text(by["cuda_oom_kv_cache"])[1]
+    graph = diagnose_text(by["cuda_oom_cuda_graph"])[1]
     assert kv is not None and "raise --mem-fraction-static" in kv.hint
     assert graph is not None and "lower --mem-fraction-static" in graph.hint and "--cuda-graph-max-bs" in graph.hint
     assert "asked for 2048 MiB" in graph.summary and "GPU 1" in graph.summary
-    lib = diagnose_text(CASES[6][1])[1]
+    lib = diagnose_text(by["missing_shared_library"])[1]
     assert lib is not None and "libavutil.so.58" in lib.summary and "torchcodec" in lib.summary
 
 
