@@ -12,14 +12,14 @@ import os
 import shlex
 import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
 from httpx_sse import SSEError, aconnect_sse
-from prometheus_client.parser import text_string_to_metric_families
 
 from console.sglang.logfacts import is_secret_key
+from console.sglang.metrics import Metrics, parse_metrics
 
 # --- errors -------------------------------------------------------------------------------------------
 
@@ -76,31 +76,6 @@ class Health:
     @property
     def ready(self) -> bool:
         return self.state == "ready"
-
-
-@dataclass(frozen=True)
-class Metrics:
-    """The /metrics numbers the screens use (summed over DP ranks; usage/hit rate: highest/mean)."""
-
-    num_running_reqs: float | None = None
-    num_queue_reqs: float | None = None
-    token_usage: float | None = None
-    gen_throughput: float | None = None
-    cache_hit_rate: float | None = None
-    spec_accept_length: float | None = None
-    spec_accept_rate: float | None = None
-    max_total_num_tokens: float | None = None
-    num_used_tokens: float | None = None
-    prompt_tokens_total: float | None = None
-    generation_tokens_total: float | None = None
-    num_requests_total: float | None = None
-    num_aborted_requests_total: float | None = None
-    retracted_requests_total: float | None = None
-    ttft_mean_s: float | None = None
-    itl_mean_s: float | None = None
-    e2e_mean_s: float | None = None
-    samples: dict[str, float] = field(default_factory=dict)
-    """Every sample name (labels dropped) -> sum, for anything else a screen wants."""
 
 
 @dataclass(frozen=True)
@@ -181,42 +156,6 @@ def redact(obj: Any) -> Any:
     if isinstance(obj, list):
         return [redact(v) for v in obj]
     return obj
-
-
-def parse_metrics(text: str) -> Metrics:
-    """Prometheus text -> Metrics (prometheus_client's own parser)."""
-    sums: dict[str, float] = {}
-    counts: dict[str, int] = {}
-    maxes: dict[str, float] = {}
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            name = s.name.removeprefix("sglang:")
-            sums[name] = sums.get(name, 0.0) + s.value
-            counts[name] = counts.get(name, 0) + 1
-            maxes[name] = max(maxes.get(name, s.value), s.value)
-
-    def get(n: str) -> float | None:
-        return sums.get(n)
-
-    def mean(n: str) -> float | None:
-        return sums[n] / counts[n] if n in sums and counts[n] else None
-
-    def hist_mean(n: str) -> float | None:
-        c = sums.get(f"{n}_count")
-        return sums[f"{n}_sum"] / c if c else None
-
-    return Metrics(
-        num_running_reqs=get("num_running_reqs"), num_queue_reqs=get("num_queue_reqs"),
-        token_usage=maxes.get("token_usage"), gen_throughput=get("gen_throughput"),
-        cache_hit_rate=mean("cache_hit_rate"), spec_accept_length=mean("spec_accept_length"),
-        spec_accept_rate=mean("spec_accept_rate"), max_total_num_tokens=get("max_total_num_tokens"),
-        num_used_tokens=get("num_used_tokens"), prompt_tokens_total=get("prompt_tokens_total"),
-        generation_tokens_total=get("generation_tokens_total"), num_requests_total=get("num_requests_total"),
-        num_aborted_requests_total=get("num_aborted_requests_total"),
-        retracted_requests_total=get("num_retracted_requests_total"),
-        ttft_mean_s=hist_mean("time_to_first_token_seconds"), itl_mean_s=hist_mean("inter_token_latency_seconds"),
-        e2e_mean_s=hist_mean("e2e_request_latency_seconds"), samples=sums,
-    )
 
 
 def chat_body(messages: list[dict[str, Any]], *, model: str = "default", max_tokens: int = 256,
