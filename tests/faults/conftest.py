@@ -1,0 +1,33 @@
+"""Fault-suite fixtures: sim hosts behind real sshd, isolated SSH/console state, per-trial results JSON."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.faults import results
+from tests.faults.simfleet import isolate_env, scratch_root
+
+pytest_plugins = ["tests.fixtures.sshhosts"]
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_env(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def sim_root() -> Iterator[Path]:
+    """Where a test's sim host dirs live (not tmp_path: see simfleet.scratch_root)."""
+    d = scratch_root()
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    results.write()
