@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-import httpx
-
+from console.sglang.client import SGLangClient
 from tests.fleet.conftest import make_fleet, preset_toml
 
 
@@ -24,6 +23,14 @@ async def test_launch_ready_probe_stop(sim_ssh, controller_factory):
     h = sim_ssh("gpuhost")
     fleet = make_fleet(h.section() + preset_toml("small", h, [0], 30000))
     ctl = controller_factory(fleet)
+    phases: list[str] = []
+
+    def track(_events, _notices) -> None:
+        for s in ctl.state.servers.values():
+            if not phases or phases[-1] != s.phase:
+                phases.append(s.phase)
+
+    ctl.subscribe(track)
     await ctl.start()
     assert await ctl.wait_hosts(10)
     await wait_for(lambda: ctl.state.hosts["gpuhost"].gpus)
@@ -32,13 +39,20 @@ async def test_launch_ready_probe_stop(sim_ssh, controller_factory):
     name = out.servers[0]
     s = ctl.state.servers[name]
     assert s.phase in ("ready", "serving") and s.health == "ok"
+    assert phases[0] == "launching" and "ready" in phases, phases
+    seen = list(s.log.timeline)  # every phase the log went through, even within one tail chunk
+    assert [p for p in seen if p in ("loading_weights", "kv_cache", "cuda_graph")] == \
+        ["loading_weights", "kv_cache", "cuda_graph"], s.log.timeline
     url = await ctl.server_url(name)
-    async with httpx.AsyncClient(trust_env=False) as c:
-        r = await c.get(url + "/model_info")
-        assert r.status_code == 200
+    async with SGLangClient(url) as c:
+        probe = await c.probe("hi", max_tokens=8)
+    assert probe.ok and probe.text and probe.stats and probe.stats.ttft_s is not None, probe
     await wait_for(lambda: ctl.state.servers[name].memory_mib > 0)
+    gpu0 = ctl.state.hosts["gpuhost"].gpus[0]
+    assert gpu0.processes and gpu0.processes[0].server == name
     out = await ctl.stop_server(name)
     assert out.ok, out.message
+    assert "GPUs released" in out.message
     s = ctl.state.servers[name]
     assert not s.alive and s.phase == "stopped"
 
