@@ -105,6 +105,8 @@ class App:
             await _json(send, 200, {"object": "list", "data": [{
                 "id": self.a.served_model_name, "object": "model", "created": int(time.time()), "owned_by": "sglang",
                 "root": self.a.served_model_name, "parent": None, "max_model_len": self.a.context_length}]})
+        elif path == "/v1/loads":
+            await _json(send, 200, self.loads())
         elif path == "/metrics" and self.a.enable_metrics:
             await _raw(send, 200, self.metrics().encode(), b"text/plain; version=0.0.4; charset=utf-8")
         elif path == "/flush_cache" and method in ("GET", "POST"):
@@ -146,6 +148,22 @@ class App:
         return {**sa, "status": "ready", "max_total_num_tokens": self.engine.max_tokens,
                 "max_req_input_len": self.engine.max_tokens - 1, "internal_states": [state],
                 "version": self.info["version"]}
+
+    def loads(self) -> dict[str, Any]:
+        """/v1/loads (reference §3): throughput/utilisation read 0 without --enable-metrics, as in SGLang."""
+        e, m = self.engine, self.a.enable_metrics
+        used = e.used_tokens()
+        load = {"num_running_reqs": len(e.running), "num_waiting_reqs": len(e.waiting), "num_used_tokens": used,
+                "num_total_tokens": used, "max_total_num_tokens": e.max_tokens, "token_usage": round(used / e.max_tokens, 2),
+                "gen_throughput": e.last_gen_throughput if m else 0.0, "cache_hit_rate": 0.0,
+                "utilization": e.busy() / 100 if m else 0.0, "max_running_requests": e.max_running,
+                "num_total_reqs": len(e.running) + len(e.waiting)}
+        return {"timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z", "version": self.info["version"],
+                "dp_rank_count": 1, "loads": [load], "aggregate": {
+                    "total_running_reqs": load["num_running_reqs"], "total_waiting_reqs": load["num_waiting_reqs"],
+                    "total_reqs": load["num_total_reqs"], "total_used_tokens": used, "total_tokens": e.max_tokens,
+                    "avg_token_usage": load["token_usage"], "avg_throughput": load["gen_throughput"],
+                    "avg_utilization": load["utilization"]}}
 
     def _new_request(self, prompt_tokens: int, sp: dict[str, Any], reasoning: bool) -> Request:
         max_new = sp.get("max_new_tokens") or sp.get("max_tokens") or 128

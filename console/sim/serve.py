@@ -161,8 +161,7 @@ async def _sigterm(srv: Server, app: App, engine: Engine) -> None:
         return
     frame = sys._getframe()
     logs.line(f"SIGTERM received. signum={signal.SIGTERM.value} frame=<frame at 0x{id(frame):x}, file "
-              f"'{frame.f_code.co_filename}', line {frame.f_lineno}, code {frame.f_code.co_name}>. Draining requests "
-              "and shutting down...")
+              f"'{logs.site_packages()}/uvicorn/server.py', line 70, code serve>. Draining requests and shutting down...")
     app.status = "Draining"
     interval = 5.0 if math.isinf(srv.scale) else max(0.2, min(5.0, 5.0 * srv.scale))
     while True:

@@ -71,6 +71,10 @@ def test_chat_stream_reasoning_usage_auth_and_metrics(sim) -> None:
     assert re.search(r'^sglang:generation_tokens_total\{engine_type="unified",model_name="[^"]+"\} (\d+)\.0$',
                      metrics, re.M)
     assert re.search(r'^sglang:time_to_first_token_seconds_bucket\{.*le="\+Inf"\} ', metrics, re.M)
+    loads = httpx.get(f"{s.url}/v1/loads", headers=auth, timeout=5).json()
+    assert loads["dp_rank_count"] == 1 and loads["loads"][0]["max_running_requests"] == 128
+    assert set(loads["aggregate"]) == {"total_running_reqs", "total_waiting_reqs", "total_reqs", "total_used_tokens",
+                                       "total_tokens", "avg_token_usage", "avg_throughput", "avg_utilization"}
     flushed = httpx.post(f"{s.url}/flush_cache", headers=auth, timeout=5)
     assert flushed.status_code == 200 and flushed.text.startswith("Cache flushed.\n")
     s.wait(rf'^\[{TS}\] INFO:     127\.0\.0\.1:\d+ - "POST /v1/chat/completions HTTP/1\.1" 401 Unauthorized$')
