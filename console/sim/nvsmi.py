@@ -202,9 +202,42 @@ def table(gpus: list[GpuNow], spec: SimHostSpec, now: float | None = None) -> li
     return out
 
 
+def _kv(indent: int, key: str, val: object) -> str:
+    pad = " " * indent
+    return f"{pad}{key:<{55 - indent}}: {val}"
+
+
+def query_long(gpus: list[GpuNow], spec: SimHostSpec, sections: list[str]) -> list[str]:
+    """`nvidia-smi -q -d MEMORY,UTILIZATION` (shared/samples/nvidia-smi/h200-real/q-memory-util.txt)."""
+    t = gpus[0].t if gpus else time.time()
+    out = ["", "==============NVSMI LOG==============", "",
+           _kv(0, "Timestamp", time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(t))),
+           _kv(0, "Driver Version", spec.driver_version), _kv(0, "CUDA Version", spec.cuda_version), "",
+           _kv(0, "Attached GPUs", len(spec.gpus))]
+    for g in gpus:
+        out.append(f"GPU {g.spec.pci_bus_id}")
+        if not sections or "MEMORY" in sections:
+            out += ["    FB Memory Usage", _kv(8, "Total", f"{g.spec.memory_mib} MiB"),
+                    _kv(8, "Reserved", f"{RESERVED_MIB} MiB"), _kv(8, "Used", f"{g.used} MiB"),
+                    _kv(8, "Free", f"{g.free} MiB"), "    BAR1 Memory Usage", _kv(8, "Total", "262144 MiB"),
+                    _kv(8, "Used", f"{g.used + 1 if g.used else 1} MiB"),
+                    _kv(8, "Free", f"{262144 - (g.used + 1 if g.used else 1)} MiB"),
+                    "    Conf Compute Protected Memory Usage", _kv(8, "Total", "0 MiB"), _kv(8, "Used", "0 MiB"),
+                    _kv(8, "Free", "0 MiB")]
+        if not sections or "UTILIZATION" in sections:
+            u, m = round(g.util), g.mem_util
+            out += ["    Utilization", _kv(8, "GPU", f"{u} %"), _kv(8, "Memory", f"{m} %"), _kv(8, "Encoder", "0 %"),
+                    _kv(8, "Decoder", "0 %"), _kv(8, "JPEG", "0 %"), _kv(8, "OFA", "0 %")]
+            for name, v in (("GPU", u), ("Memory", m), ("ENC", 0), ("DEC", 0), ("JPG", 0), ("OFA", 0)):
+                out += [f"    {name} Utilization Samples", _kv(8, "Duration", "14.00 sec"),
+                        _kv(8, "Number of Samples", 71), _kv(8, "Max", f"{v} %"), _kv(8, "Min", "0 %"),
+                        _kv(8, "Avg", f"{v // 2} %")]
+    return [*out, ""]
+
+
 def parse_args(argv: list[str]) -> dict:
     opts: dict = {"query_gpu": None, "query_apps": None, "format": "", "loop": None, "ids": None, "list": False,
-                  "version": False}
+                  "version": False, "long": False, "sections": []}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -231,9 +264,13 @@ def parse_args(argv: list[str]) -> dict:
             opts["list"] = True
         elif a == "--version":
             opts["version"] = True
-        elif a in ("-q", "--query", "-d"):
-            if a == "-d":
+        elif a in ("-q", "--query"):
+            opts["long"] = True
+        elif key in ("-d", "--display"):
+            if not eq:
                 i += 1
+                val = argv[i] if i < len(argv) else ""
+            opts["sections"] = [v.strip().upper() for v in val.split(",") if v.strip()]
         else:
             raise Usage('Invalid combination of input arguments. Please run \'nvidia-smi -h\' for help.\n', 2)
         i += 1
@@ -260,6 +297,8 @@ def render(host_dir: Path, spec: SimHostSpec, opts: dict) -> list[str]:
         return query_gpu_lines(gpus, spec, _split_fields(opts["query_gpu"]), header, units)
     if opts["query_apps"] is not None:
         return query_app_lines(gpus, _split_fields(opts["query_apps"]), header, units)
+    if opts["long"]:
+        return query_long(gpus, spec, opts["sections"])
     if opts["list"]:
         return [f"GPU {g.index}: {g.spec.name} (UUID: {g.spec.uuid})" for g in gpus]
     return table(gpus, spec)

@@ -151,3 +151,12 @@ def test_faults_missing_garbage_driver_hang(ct129: Path) -> None:
     assert time.monotonic() - t0 < 3
     set_faults(ct129, [])
     assert smi(ct129, "-L").returncode == 0
+
+
+def test_query_long_memory_utilization_layout(h200: Path) -> None:
+    ours = smi(h200, "-q", "-d", "MEMORY,UTILIZATION").stdout.splitlines()
+    real = _sample("h200-real/q-memory-util.txt")
+    assert len(ours) == len(real)
+    for a, b in zip(ours, real, strict=True):
+        assert a.split(":")[0] == b.split(":")[0]  # same keys, indentation and padding
+    assert "        Total                                          : 143771 MiB" in ours
