@@ -238,7 +238,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("model_not_found", _rx(r"Repository Not Found", r"RepositoryNotFoundError", r"is not a local folder and is not a valid model identifier",
                                  r"does not appear to have a file named config\.json", r"HFValidationError", r"LocalEntryNotFoundError",
                                  r"No such file or directory: '[^']*config\.json'", r"Cannot find any model weights",
-                                 r"Can't load the configuration of"),
+                                 r"Can't load the configuration of", r"Incorrect path_or_model_id",
+                                 r"We couldn't connect to 'https://huggingface\.co'"),
           lambda m, c: (f"the model was not found: {m.string.strip()[:140]}",
                         "check the preset's model path exists on the host (a directory with config.json and weights) "
                         "or that the HF id is right and the host can reach the hub / has HF_HOME set")),

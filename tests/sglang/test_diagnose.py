@@ -55,6 +55,8 @@ CASES = [
      "extra_buffer"),
     ("model_not_found", "Traceback (most recent call last):\n  File \"x.py\", line 1\nOSError: /models/nope does not appear to have a file "
      "named config.json. Checkout 'https://huggingface.co//models/nope/tree/None' for available files.\n", "model path"),
+    ("model_not_found", crash("OSError: Incorrect path_or_model_id: '/nonexistent/model'. Please provide either the path to a "
+                              "local folder or the repo_id of a model on the Hub."), "model path"),
     ("unsupported_model_arch", crash("ValueError: Model architectures ['FooForCausalLM'] are not supported for now."), "upgrade"),
     ("trust_remote_code_required", "Traceback (most recent call last):\nValueError: The repository for /m/x contains custom code which must "
      "be executed to correctly load the model. Please pass the argument `trust_remote_code=True` to allow custom code to be run.\n",
