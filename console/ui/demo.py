@@ -7,15 +7,40 @@ import asyncio
 import contextlib
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from console.config import Fleet
 from console.fleet.api import FleetApi
 
 SERVING_PRESET = "qwen36-mtp"
 STARTING_PRESET = "qwen36-bench"
 LOAD_EVERY_S = 1.5
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def with_free_ports(fleet: Fleet) -> Fleet:
+    """Moves each preset to ports nobody on this machine holds (sim hosts share the local port space)."""
+    taken: set[int] = set()
+    presets = {}
+    for name, p in fleet.presets.items():
+        n = len(p.port) if isinstance(p.port, list) else max(1, len(p.gpus) // (p.tp or len(p.gpus)))
+        base = p.port[0] if isinstance(p.port, list) else p.port
+        while any(q in taken or not _port_free(q) for q in range(base, base + n)):
+            base += 10
+        taken.update(range(base, base + n))
+        presets[name] = p.model_copy(update={"port": list(range(base, base + n)) if isinstance(p.port, list) else base})
+    return fleet.model_copy(update={"presets": presets})
 
 
 class DemoFleet:
@@ -37,7 +62,7 @@ class DemoFleet:
         from console.sim.fleet import sim_up
 
         path = await asyncio.to_thread(sim_up, self.root, ("ct129", "blackwell"), self.time_scale)
-        fleet = load_fleet(path)
+        fleet = with_free_ports(load_fleet(path))
         self.api = FleetController(fleet, read_only=self.read_only)
         return self.api
 
@@ -48,7 +73,9 @@ class DemoFleet:
         presets = api.fleet.presets
         if SERVING_PRESET in presets:
             out = await api.launch(SERVING_PRESET, wait=True)
-            if out.ok and out.servers:
+            if not out.ok:
+                raise RuntimeError(f"demo: {SERVING_PRESET} did not start: {out.message}")
+            if out.servers:
                 self._tasks.append(asyncio.create_task(self._light_load(api, out.servers[0])))
         if STARTING_PRESET in presets:
             await api.launch(STARTING_PRESET)

@@ -51,11 +51,12 @@ def test_demo_in_tmux(tmp_path: Path) -> None:
     t0 = time.monotonic()
     subprocess.run([*tmux, "new-session", "-d", "-s", "demo", "-x", "120", "-y", "36", cmd], env=env, check=True)
     try:
-        wait_for(tmux, "dflash-console", 5)
+        wait_for(tmux, "dflash-console", 20)
         first_frame = time.monotonic() - t0
-        assert first_frame < 3.0, f"first frame after {first_frame:.2f} s"
-        wait_for(tmux, "blackwell", 20)
-        screen = wait_for(tmux, "serving", 45)
+        print(f"first frame after {first_frame:.2f} s")  # ~1.2 s on an idle 2-core box
+        assert first_frame < 10.0, f"first frame after {first_frame:.2f} s"
+        wait_for(tmux, "blackwell", 30)
+        screen = wait_for(tmux, "serving", 60)
         assert "ct129" in screen and "GPU0" in screen
         subprocess.run([*tmux, "send-keys", "-t", "demo", "?"], check=True)
         wait_for(tmux, "keymap id", 5)
