@@ -80,6 +80,7 @@ def to_record(name: str, s: LogSummary, d: Diagnosis | None) -> dict[str, Any]:
         "running_reqs": s.stats.running_reqs,
         "queue_reqs": s.stats.queue_reqs,
         "tp_size": s.tp_size,
+        "tp_size_at_least": s.facts.tp_size_at_least,
         "model_class": f.model_class,
         "max_total_num_tokens": f.max_total_num_tokens,
         "listen_url": f.listen_url,
@@ -106,7 +107,8 @@ def render(rec: dict[str, Any], s: LogSummary) -> str:
         prog.append(f"cuda graphs {rec['cuda_graphs']['done']}/{rec['cuda_graphs']['total']}")
     if prog:
         out.append("  progress: " + ", ".join(prog))
-    facts = [f"{k} {v}" for k, v in (("model", rec["model_class"]), ("tp", rec["tp_size"]),
+    tp = f"{'>=' if s.facts.tp_size_at_least else ''}{rec['tp_size']}" if rec["tp_size"] else None
+    facts = [f"{k} {v}" for k, v in (("model", rec["model_class"]), ("tp", tp),
                                      ("kv tokens", rec["max_total_num_tokens"]), ("url", rec["listen_url"])) if v]
     if facts:
         out.append("  facts: " + ", ".join(facts))

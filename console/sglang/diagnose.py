@@ -326,9 +326,14 @@ def diagnose(summary: LogSummary, process: ProcessFacts | None = None) -> Diagno
                              last)
     if process is not None and process.signal_number == 9 and not process.stop_requested and not excs:
         return _oom_killer(summary, process, crash.marker)
-    error = excs[-1] if excs else crash.marker
-    return Diagnosis("unknown", f"crashed{_where(crash)}; no known cause in the log (last error: {error.strip()[:140]})",
-                     "read the traceback in the log; the decisive line is shown below", error.strip())
+    if not excs:
+        last = crash.marker.strip()
+        return Diagnosis("unknown", f"crashed{_where(crash)}, but the exception text is not in the log (last error line: {last[:140]})",
+                         "the log was cut before the traceback's end: read the full log file on the host, or relaunch to reproduce",
+                         last)
+    error = excs[-1].strip()
+    return Diagnosis("unknown", f"crashed{_where(crash)} with an error the console does not know: {error[:140]}",
+                     "read the traceback in the log; the decisive line is shown below", error)
 
 
 def _where(crash: CrashInfo) -> str:

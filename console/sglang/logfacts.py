@@ -130,6 +130,8 @@ def server_args(msg: str, facts: Facts) -> None:
         try:
             if name in a:
                 setattr(facts, name, int(a[name]))
+                if name == "tp_size":
+                    facts.tp_size_at_least = False
         except ValueError:
             pass
     spec = a.get("speculative_algorithm")

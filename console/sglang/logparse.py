@@ -254,6 +254,8 @@ class LogParser(StartupLines):
         for key, attr in (("TP", "tp_size"), ("DP", "dp_size"), ("PP", "pp_size")):
             if key in parts and f.args.get(attr) is None:
                 setattr(f, attr, max(getattr(f, attr) or 1, parts[key] + 1))
+                if key == "TP":
+                    f.tp_size_at_least = True
 
     def _rank_phase(self, r: RankState, p: Phase) -> None:
         self._tb.progress()

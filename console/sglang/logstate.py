@@ -43,6 +43,8 @@ class Facts:
     quant: str | None = None
     kv_cache_dtype: str | None = None
     tp_size: int | None = None
+    tp_size_at_least: bool = False
+    """True when tp_size comes from the highest `TPn` seen (the server_args dump was not in the log)."""
     dp_size: int | None = None
     pp_size: int | None = None
     speculative_algorithm: str | None = None
