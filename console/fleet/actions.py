@@ -71,7 +71,7 @@ def parse_facts(text: str, host_name: str) -> HostFacts:
     cur = None
     f = HostFacts()
     for ln in text.splitlines():
-        if ln.startswith("==> "):
+        if ln.startswith("==> ") and not (cur == "metas" and ln.strip() in ("==> meta", "==> hist")):
             cur = ln[4:].strip()
             if cur == "noports":
                 f.ports_known = False

@@ -43,6 +43,7 @@ from console.transport.base import CommandHook, Transport, TransportError
 TransportFactory = Callable[[str, Host, CommandHook | None], Transport]
 LAUNCH_GRACE_S = 2.0
 """A just-launched server missing from a process sample taken this soon is not yet called dead."""
+TAIL_AFTER_GONE_S = 30.0
 HEALTH_EVERY_S = 1.0
 HEALTH_READY_EVERY_S = 5.0
 
@@ -81,12 +82,30 @@ class FleetController:
         for ev in events:
             notices.extend(self.state.apply(ev))
             self._journal(ev)
+            if isinstance(ev, ServerGone):
+                self._untail_later(ev.server)
         for fn in list(self._listeners):
             try:
                 fn(events, notices)
             except Exception as e:  # a broken subscriber must not stop the fleet
                 self.journal.event("subscriber-error", ok=False, message=f"{type(e).__name__}: {e}")
         return notices
+
+    def _untail_later(self, name: str) -> None:
+        """A dead server's log stops growing: keep tailing a while for its last words, then stop."""
+        s = self.state.servers.get(name)
+        if s is None or not s.meta.managed:
+            return
+        launch_id, host = s.meta.launch_id, s.meta.host
+
+        def drop() -> None:
+            cur = self.state.servers.get(name)
+            link = self.links.get(host)
+            if link is not None and cur is not None and not cur.alive and cur.meta.launch_id == launch_id:
+                link.untail(name)
+
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().call_later(TAIL_AFTER_GONE_S, drop)
 
     def _journal(self, ev: Event) -> None:
         j = self.journal
@@ -115,7 +134,7 @@ class FleetController:
                 continue
             transport = self._factory(name, host, self.journal.command)
             link = HostLink(name, host, transport, self.emit, poll_ms=self._poll_ms,
-                            on_up=self._on_up, on_frame=self._on_frame)
+                            on_up=self._on_up, on_frame=self._on_frame, on_command=self.journal.stream)
             self.links[name] = link
             await link.start()
             self._tasks.append(asyncio.create_task(self._health_loop(name), name=f"health:{name}"))
@@ -176,7 +195,7 @@ class FleetController:
         """Re-attach: managed servers from meta.json + live session; tails resume where they were."""
         host = self.fleet.hosts[link.name]
         res = await link.run(discovery.list_command(host), timeout=30)
-        metas, procs = discovery.parse_listing(res.stdout, link.name)
+        metas, history, procs = discovery.parse_listing_full(res.stdout, link.name)
         for m in metas:
             cur = self.state.servers.get(m.name)
             alive = discovery.is_alive(m, procs)
@@ -186,7 +205,7 @@ class FleetController:
                 continue
             if cur is not None and cur.alive and cur.meta.launch_id != m.launch_id:
                 continue  # state knows a newer launch
-            self.emit([ServerSeen(m, time.time(), alive=True)])
+            self.emit([ServerSeen(m, time.time(), alive=True, previous_logs=tuple(history.get(m.name, ())))])
             if not alive:
                 await self._replay_dead(link, m)
             elif m.log_path:

@@ -34,9 +34,10 @@ def meta_dir(host: Host, name: str) -> str:
 
 
 def list_command(host: Host) -> str:
-    """Every meta.json (one JSON document per line), then the process table."""
+    """Every meta.json (one JSON line after `==> meta`), its last launches (`==> hist`), then ps."""
     d = shell_path(servers_dir(host))
-    return (f'for f in {d}/*/{META_NAME}; do [ -f "$f" ] && {{ tr -d "\\n" < "$f"; echo; }}; done; '
+    return (f'for m in {d}/*/{META_NAME}; do [ -f "$m" ] || continue; echo "==> meta"; tr -d "\\n" < "$m"; echo; '
+            'h="${m%/*}/history.jsonl"; [ -f "$h" ] && { echo "==> hist"; tail -n 20 "$h"; }; done; '
             'echo "==> ps"; ps -ww -eo pid=,ppid=,sid=,args=')
 
 
@@ -67,19 +68,36 @@ def meta_from_json(d: dict[str, Any], host_name: str) -> ServerMeta | None:
 
 
 def parse_listing(text: str, host_name: str) -> tuple[list[ServerMeta], list[ProcInfo]]:
+    metas, _, procs = parse_listing_full(text, host_name)
+    return metas, procs
+
+
+def parse_listing_full(text: str, host_name: str) -> tuple[list[ServerMeta], dict[str, list[str]], list[ProcInfo]]:
+    """(metas, name -> older log paths oldest first, process table)."""
     head, _, ps = text.partition("==> ps\n")
-    metas = []
+    metas: list[ServerMeta] = []
+    history: dict[str, list[str]] = {}
+    section = "meta"
     for ln in head.splitlines():
         ln = ln.strip()
+        if ln in ("==> meta", "==> hist"):
+            section = ln[4:]
+            continue
         if not ln:
             continue
         try:
-            m = meta_from_json(json.loads(ln), host_name)
+            d = json.loads(ln)
         except ValueError:
             continue
-        if m is not None:
-            metas.append(m)
-    return metas, parse_ps(ps)
+        if section == "meta":
+            m = meta_from_json(d, host_name)
+            if m is not None:
+                metas.append(m)
+        elif metas and isinstance(d, dict) and d.get("log_path"):
+            old = history.setdefault(metas[-1].name, [])
+            if d["log_path"] != metas[-1].log_path and d["log_path"] not in old:
+                old.append(str(d["log_path"]))
+    return metas, history, parse_ps(ps)
 
 
 def is_alive(m: ServerMeta, procs: list[ProcInfo]) -> bool:

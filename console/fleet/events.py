@@ -126,6 +126,8 @@ class ServerSeen:
     meta: ServerMeta
     at: float
     alive: bool = True
+    previous_logs: tuple[str, ...] = ()
+    """Older launches' log paths (from the host's history.jsonl on re-attach)."""
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from console.fleet.events import (
 from console.fleet.logtail import Chunk, FrameReader, Truncated, tail_command
 from console.fleet.monitor import ProcFrame, ProcFrameParser, proc_loop_command
 from console.gpu import nvsmi
-from console.transport.base import CommandResult, HostKeyError, RemoteStream, Transport, TransportError
+from console.transport.base import CommandHook, CommandResult, HostKeyError, RemoteStream, Transport, TransportError
 
 MAX_COMMANDS = 3
 BACKOFF_CAP_S = 8.0
@@ -82,7 +82,8 @@ class HostLink:
     def __init__(self, name: str, host: Host, transport: Transport, emit: Emit, *, poll_ms: int = 1000,
                  on_up: Callable[[HostLink], Awaitable[None]] | None = None,
                  on_frame: Callable[[HostLink, ProcFrame, float], None] | None = None,
-                 max_commands: int = MAX_COMMANDS, watchdog_s: float = WATCHDOG_S) -> None:
+                 max_commands: int = MAX_COMMANDS, watchdog_s: float = WATCHDOG_S,
+                 on_command: CommandHook | None = None) -> None:
         self.name = name
         self.host = host
         self.transport = transport
@@ -91,6 +92,9 @@ class HostLink:
         self.on_up = on_up
         self.on_frame = on_frame
         self.watchdog_s = watchdog_s
+        self.on_command = on_command
+        """Journal hook for streams (the transport journals `run`s itself): recorded when one ends."""
+        self._opened: dict[int, tuple[str, float]] = {}
         self.up = asyncio.Event()
         self.last_error: str | None = None
         self.connects = 0
@@ -241,14 +245,19 @@ class HostLink:
     async def _open(self, command: str) -> tuple[RemoteStream, asyncio.Queue[bytes | None], asyncio.Task[None]]:
         stream = await self.transport.stream(self._prefix + command)
         self.streams_opened += 1
+        self._opened[id(stream)] = (self._prefix + command, time.monotonic())
         q: asyncio.Queue[bytes | None] = asyncio.Queue()
         return stream, q, asyncio.create_task(_pump(stream, q))
 
-    @staticmethod
-    async def _shut(stream: RemoteStream, pump: asyncio.Task[None]) -> None:
+    async def _shut(self, stream: RemoteStream, pump: asyncio.Task[None]) -> None:
         pump.cancel()
         with contextlib.suppress(Exception):
             await stream.close()  # bounded inside the transport
+        command, t0 = self._opened.pop(id(stream), ("?", time.monotonic()))
+        if self.on_command is not None:
+            with contextlib.suppress(Exception):
+                self.on_command(CommandResult(self.name, command, stream.exit_status, "", "stream ended",
+                                              time.monotonic() - t0))
 
     # -- telemetry ----------------------------------------------------------------------------
     async def _telemetry(self) -> None:

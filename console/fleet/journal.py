@@ -121,6 +121,11 @@ class Journal:
         self.write("command", host=r.host, command=r.command, exit_status=r.exit_status,
                    duration_s=round(r.duration_s, 3), **({"error": err} if err else {}))
 
+    def stream(self, r: CommandResult) -> None:
+        """HostLink hook: a long-lived remote process (telemetry, process loop, log tail) ended."""
+        self.write("stream", host=r.host, command=r.command, exit_status=r.exit_status,
+                   duration_s=round(r.duration_s, 3))
+
     def event(self, action: str, *, server: str | None = None, host: str | None = None, ok: bool = True,
               message: str = "", **extra: Any) -> None:
         self.write("event", action=action, server=server, host=host, ok=ok, message=message, **extra)
@@ -143,7 +148,7 @@ def read_journal(path: Path | None = None, tail: int | None = None) -> Iterator[
 
 def format_record(rec: dict[str, Any]) -> str:
     t = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec.get("t", 0)))
-    if rec.get("kind") == "command":
+    if rec.get("kind") in ("command", "stream"):
         st = rec.get("exit_status")
         return mask(f"{t}  {rec.get('host')}  exit {st if st is not None else '-'}  {rec.get('duration_s', 0):.2f}s  "
                     f"{rec.get('command')}" + (f"  [{rec['error']}]" if rec.get("error") else ""))

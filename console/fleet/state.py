@@ -103,6 +103,14 @@ class ServerState:
     last_action: str = ""
     memory_mib: int = 0
     """VRAM held by all of this server's processes (every TP rank), from compute apps."""
+    told: set[str] = field(default_factory=set)
+    """Notices already given for this launch ("ready", "crashed"): each is toasted once."""
+
+    def tell_once(self, what: str) -> bool:
+        if what in self.told:
+            return False
+        self.told.add(what)
+        return True
 
     @property
     def name(self) -> str:
@@ -243,8 +251,10 @@ class FleetState:
         s = self.servers.get(m.name)
         if s is None or (m.launch_id and m.launch_id != s.meta.launch_id):
             fresh = ServerState(m, alive=ev.alive, seen_at=ev.at)
+            fresh.previous_logs = [p for p in ev.previous_logs if p != m.log_path]
             if s is not None:
-                fresh.previous_logs = [*s.previous_logs, *([s.meta.log_path] if s.meta.log_path else [])]
+                older = [*s.previous_logs, *([s.meta.log_path] if s.meta.log_path else [])]
+                fresh.previous_logs = [p for p in dict.fromkeys([*fresh.previous_logs, *older]) if p != m.log_path]
                 fresh.previous_timeline = dict(s.log.timeline) or s.previous_timeline
             self.servers[m.name] = fresh
             return []
@@ -261,6 +271,8 @@ class FleetState:
         s.log.finish(ev.exit_status, ev.signal, stop_requested=s.stopping)
         if s.stopping:
             return [Notice(ev.at, "info", f"{s.name} stopped", server=s.name, host=s.meta.host)]
+        if not s.tell_once("crashed"):
+            return []
         diag = s.log.diagnosis
         cause = f": {diag.summary}" if diag is not None else ""
         return [Notice(ev.at, "error", f"{s.name} crashed{cause}", server=s.name, host=s.meta.host)]
@@ -294,9 +306,9 @@ class FleetState:
     def _phase_notices(self, s: ServerState, before: str, after: str, at: float) -> list[Notice]:
         if before == after:
             return []
-        if after == "ready":
+        if after == "ready" and s.tell_once("ready"):
             return [Notice(at, "info", f"{s.name} is ready", server=s.name, host=s.meta.host)]
-        if after == "crashed" and s.alive:
+        if after == "crashed" and s.alive and s.tell_once("crashed"):
             diag = s.log.diagnosis
             cause = f": {diag.summary}" if diag is not None else ""
             return [Notice(at, "error", f"{s.name} crashed{cause}", server=s.name, host=s.meta.host)]
@@ -314,7 +326,7 @@ class FleetState:
             return []
         before = s.phase
         s.health, s.health_detail, s.health_at = ev.status, ev.detail, ev.at
-        if before != "ready" and s.phase == "ready" and s.log.phase != "ready":
+        if before != "ready" and s.phase == "ready" and s.tell_once("ready"):
             return [Notice(ev.at, "info", f"{s.name} is ready", server=s.name, host=s.meta.host)]
         return []
 

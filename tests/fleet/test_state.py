@@ -129,3 +129,23 @@ def test_same_launch_seen_again_updates_meta_only():
     st.apply(LogData(s.name, 2.0, "/l/a.log", 0, b"x\n"))
     st.apply(ServerSeen(meta(gpus=(0, 1, 2)), 3.0))
     assert st.servers["p@h:gpu0-1"] is s and s.meta.gpus == (0, 1, 2) and s.log.line_count == 1
+
+
+def test_ready_and_crash_are_toasted_once():
+    st = FleetState(["h"])
+    st.apply(ServerSeen(meta(), 1.0))
+    s = st.servers["p@h:gpu0-1"]
+    assert [n.message for n in st.apply(HealthResult(s.name, 2.0, "ok"))] == ["p@h:gpu0-1 is ready"]
+    st.apply(LogData(s.name, 3.0, "/l/a.log", 0,
+                     b"[2026-01-01 00:00:00] The server is fired up and ready to roll!\n"))
+    assert st.apply(HealthResult(s.name, 4.0, "ok")) == []
+    n1 = st.apply(ServerGone(s.name, 5.0, exit_status=137))
+    assert len(n1) == 1 and "crashed" in n1[0].message
+
+
+def test_previous_logs_carried_by_reattach():
+    st = FleetState(["h"])
+    st.apply(ServerSeen(meta(), 1.0, previous_logs=("/l/0.log",)))
+    assert st.servers["p@h:gpu0-1"].previous_logs == ["/l/0.log"]
+    st.apply(ServerSeen(meta(launch_id="L2", log="/l/b.log"), 2.0))
+    assert st.servers["p@h:gpu0-1"].previous_logs == ["/l/0.log", "/l/a.log"]
