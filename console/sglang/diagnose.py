@@ -366,12 +366,17 @@ def _oom_killer(summary: LogSummary, process: ProcessFacts | None, line: str) ->
                      "more RAM/swap, or a smaller --model-loader-extra-config num_threads", line)
 
 
+def finish(parser: LogParser, process: ProcessFacts | None = None) -> tuple[LogSummary, Diagnosis | None]:
+    """The process ended (or the file is complete): settle the parser's phase and diagnose (the fleet's call)."""
+    parser.close()
+    if process is not None and (process.exit_status is not None or process.signal is not None or process.stop_requested):
+        parser.mark_exit(process.exit_status, process.signal_number, stop_requested=process.stop_requested)
+    s = parser.snapshot()
+    return s, diagnose(s, process)
+
+
 def diagnose_text(text: str | bytes, process: ProcessFacts | None = None) -> tuple[LogSummary, Diagnosis | None]:
     """Parse a whole log and diagnose it."""
     p = LogParser()
     p.feed(text)
-    p.close()
-    if process is not None and (process.exit_status is not None or process.signal is not None):
-        p.mark_exit(process.exit_status, process.signal_number, stop_requested=process.stop_requested)
-    s = p.snapshot()
-    return s, diagnose(s, process)
+    return finish(p, process)
