@@ -11,7 +11,7 @@ import pytest
 from tests.faults import results
 from tests.faults.simfleet import isolate_env, scratch_root
 
-pytest_plugins = ["tests.fixtures.sshhosts"]
+# the sshhosts fixtures are registered by the top-level conftest.py (pytest refuses nested pytest_plugins)
 
 
 @pytest.fixture(autouse=True)

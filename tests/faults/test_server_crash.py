@@ -1,0 +1,187 @@
+"""A server killed (SIGKILL, or a crash injected through the sim) at each phase: detected within 2 s, the cause
+shown, a relaunch works, and the crashed log stays readable afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from console.fleet import actions
+from console.fleet.controller import FleetController
+from tests.faults import results
+from tests.faults.simfleet import SimHost, build_sim_fleet, controller, preset_toml, trials, wait_for
+
+DETECT_LIMIT_S = 2.0
+HARD_KILL_LIMIT_S = 4.0
+"""A SIGKILL leaves nothing in the log: only the process loop sees it. Held to 4 s here; the 2 s goal is
+`test_sigkill_right_after_launch_detected_within_2s` (xfail until the launch grace is fixed)."""
+# (sim phase, crash kind, words the shown cause must hold): every startup phase and serving, hard kills and
+# SGLang-style crashes alternating
+CASES = [
+    ("init", "sigkill", ()), ("weights", "cuda-assert", ("assert",)), ("kv", "sigkill", ()),
+    ("capture", "oom", ("memory",)), ("serving", "sigkill", ()), ("weights", "sigkill", ()),
+    ("kv", "nccl", ("nccl",)), ("serving", "cuda-assert", ("assert",)), ("capture", "sigkill", ()),
+    ("serving", "rank-sigkill", ()),
+]
+SIM_PHASE_SHOWN = {"init": ("launching",), "weights": ("loading_weights", "launching"), "kv": ("kv_cache", "loading_weights"),
+                   "capture": ("cuda_graph", "kv_cache"), "serving": ("ready", "serving", "warming")}
+
+
+CRASH_TEXT = (b"Traceback (most recent call last)", b"SIGQUIT received", b"Received sigquit")
+
+
+def _server_gpid(port: int) -> int | None:
+    """The sim server's main process as this (root) namespace numbers it."""
+    want = f"--port\0{port}\0".encode()
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                cmd = Path(f"/proc/{d}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"sglang.launch_server" in cmd and want in cmd + b"\0":
+                return int(d)
+    return None
+
+
+class CrashClock(threading.Thread):
+    """When the crash really happened: the main process vanished, or the log got its first crash text (20 ms polls)."""
+
+    def __init__(self, port: int, log: Path) -> None:
+        super().__init__(daemon=True)
+        self.port, self.log = port, log
+        self.at: float | None = None
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        pid = None
+        while not self.stop.is_set() and self.at is None:
+            pid = pid or _server_gpid(self.port)
+            gone = pid is not None and not Path(f"/proc/{pid}").exists()
+            try:
+                text = self.log.read_bytes() if self.log.exists() else b""
+            except OSError:
+                text = b""
+            if gone or any(t in text for t in CRASH_TEXT):
+                self.at = time.monotonic()
+            time.sleep(0.02)
+
+
+async def _one(ctl: FleetController, h: SimHost, preset: str, port: int, name: str | None, case: tuple, i: int,
+               first: bool) -> str:
+    phase, kind, words = case
+    t0 = time.monotonic()
+    figs: dict[str, float] = {}
+    ok, detail = True, ""
+    try:
+        h.crash(port, kind, phase)
+        if first:
+            out = await actions.launch(ctl, preset)
+        else:
+            assert name is not None
+            out = await actions.restart(ctl, name)  # relaunch of the previous trial's crashed server
+        assert out.ok, f"(re)launch failed: {out.message}"
+        name = out.servers[0]
+        s = ctl.state.servers[name]
+        clock = CrashClock(port, Path(s.meta.log_path or ""))
+        clock.start()
+        try:
+            await wait_for(lambda: clock.at is not None, 20, f"the server to crash at {phase}")
+            await wait_for(lambda: ctl.state.servers[name].phase == "crashed", 10, "crash detected")
+            seen_at = time.monotonic()
+        finally:
+            clock.stop.set()
+        assert clock.at is not None
+        figs["detect_s"] = seen_at - clock.at
+        s = ctl.state.servers[name]
+        limit = HARD_KILL_LIMIT_S if kind == "sigkill" else DETECT_LIMIT_S
+        figs["within_2s"] = float(figs["detect_s"] <= DETECT_LIMIT_S)
+        if figs["detect_s"] > limit:
+            raise AssertionError(f"crash seen after {figs['detect_s']:.2f}s (limit {limit:g}s)")
+        d = s.log.diagnosis
+        if d is None or not d.summary:
+            await wait_for(lambda: ctl.state.servers[name].log.diagnosis is not None, 3, "a diagnosis")
+            d = ctl.state.servers[name].log.diagnosis
+        assert d is not None
+        shown = f"{d.cause}: {d.summary}".lower()
+        if not all(w in shown for w in words):
+            raise AssertionError(f"cause shown {shown!r} lacks {words}")
+        figs["cause_known"] = float(d.cause != "unknown")
+        detail = f"shown: {d.summary[:160]}"
+        # the crashed log stays readable through the console (also after the relaunch: see the next trial)
+        path = s.meta.log_path or ""
+        body = await ctl.read_file(h.name, path)
+        on_disk = Path(path).read_bytes()
+        if body != on_disk or not body:
+            raise AssertionError(f"crashed log {path} read back {len(body)} bytes, disk has {len(on_disk)}")
+    except Exception as e:
+        ok, detail = False, f"{type(e).__name__}: {e}"
+    results.record("faults", f"server killed: {kind} at {phase}", i, ok, time.monotonic() - t0, detail, **figs)
+    return name or "", "" if ok else detail
+
+
+async def _series(ctl: FleetController, h: SimHost, preset: str, port: int, cases: list[tuple[int, tuple]]) -> list[str]:
+    fails: list[str] = []
+    name: str | None = None
+    for k, (i, case) in enumerate(cases):
+        got, bad = await _one(ctl, h, preset, port, name, case, i, first=k == 0 or not name)
+        if bad:
+            fails.append(f"{case} #{i}: {bad}")
+        name = got or name
+        prev = ctl.state.servers.get(name or "")
+        if prev is not None and k > 0 and not prev.previous_logs:
+            fails.append(f"{case} #{i}: relaunch kept no previous log")
+    # the last relaunch must come all the way up, and every crashed log is still there to read
+    assert name is not None
+    out = await actions.restart(ctl, name)
+    if not out.ok:
+        fails.append(f"final relaunch: {out.message}")
+    else:
+        ready = await ctl.wait_ready(name, 30)
+        if not ready.ok:
+            fails.append(f"final relaunch not ready: {ready.message}")
+        s = ctl.state.servers[name]
+        for old in s.previous_logs:
+            if not (await ctl.read_file(h.name, old)):
+                fails.append(f"previous log {old} unreadable after relaunch")
+        await actions.stop(ctl, name)
+    return fails
+
+
+async def test_server_killed_at_each_phase(ssh_host_factory, sim_root: Path) -> None:
+    n = trials(len(CASES))
+    cases = [(i, CASES[i % len(CASES)]) for i in range(n)]
+    sf = build_sim_fleet(ssh_host_factory, sim_root, ["crash0", "crash1"])
+    h0, h1 = sf.hosts["crash0"], sf.hosts["crash1"]
+    fleet = sf.fleet(preset_toml("c0", h0, port=30300) + preset_toml("c1", h1, port=30301))
+    async with controller(fleet) as ctl:
+        assert await ctl.wait_hosts(15)
+        fails = await asyncio.gather(_series(ctl, h0, "c0", 30300, cases[0::2]),
+                                     _series(ctl, h1, "c1", 30301, cases[1::2]))
+    flat = [f for fs in fails for f in fs]
+    assert not flat, "\n".join(flat)
+
+
+@pytest.mark.xfail(strict=True, reason="console/fleet/controller.py LAUNCH_GRACE_S: a server missing from process "
+                   "samples is not called dead until 2 s after launch, and the process loop samples only every "
+                   "~1-1.5 s (sleep 1 + nvidia-smi), so a SIGKILL right after launch is seen after 2.5-3 s")
+async def test_sigkill_right_after_launch_detected_within_2s(ssh_host_factory, sim_root: Path) -> None:
+    sf = build_sim_fleet(ssh_host_factory, sim_root, ["early"])
+    h = sf.hosts["early"]
+    async with controller(sf.fleet(preset_toml("e", h, port=30310))) as ctl:
+        assert await ctl.wait_hosts(15)
+        h.crash(30310, "sigkill", "init")
+        out = await actions.launch(ctl, "e")
+        assert out.ok, out.message
+        clock = CrashClock(30310, Path(ctl.state.servers[out.servers[0]].meta.log_path or ""))
+        clock.start()
+        await wait_for(lambda: clock.at is not None, 20, "the kill")
+        await wait_for(lambda: ctl.state.servers[out.servers[0]].phase == "crashed", 10, "crash detected")
+        clock.stop.set()
+        assert clock.at is not None
+        assert time.monotonic() - clock.at <= DETECT_LIMIT_S
