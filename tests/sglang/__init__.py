@@ -1,0 +1,1 @@
+"""Tests for console.sglang: log parser, diagnosis, lint rules, validation, HTTP client, the diagnose command."""
