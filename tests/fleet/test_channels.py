@@ -34,13 +34,13 @@ async def test_eight_servers_within_eight_channels(sim_ssh, controller_factory):
         # steady state: count exec requests (commands + stream opens) over a window
         commands0 = sum(1 for r in journal_lines() if r["kind"] == "command")
         streams0 = link.streams_opened
-        await asyncio.sleep(6)
+        await asyncio.sleep(4)
         commands = sum(1 for r in journal_lines() if r["kind"] == "command") - commands0
         streams = link.streams_opened - streams0
     finally:
         stop.set()
         await sampler
-    print(f"channels peak {peak} + http {http_peak}; steady-state commands {commands}, streams {streams} in 6 s")
+    print(f"channels peak {peak} + http {http_peak}; steady-state commands {commands}, streams {streams} in 4 s")
     assert peak + http_peak <= 8, (peak, http_peak)
     assert commands == 0 and streams == 0, (commands, streams)
     for n in out.servers:

@@ -55,6 +55,9 @@ async def test_launch_ready_probe_stop(sim_ssh, controller_factory):
     assert "GPUs released" in out.message
     s = ctl.state.servers[name]
     assert not s.alive and s.phase == "stopped"
+    await ctl.close()  # every remote loop ends with its channel (no signals needed)
+    await wait_for(lambda: not [ln for ln in h.ssh.ps().splitlines()
+                                if "dflash-tail" in ln or "-lms" in ln or "query-compute-apps" in ln], 5)
 
 
 async def test_crash_cause_restart_keeps_old_log(sim_ssh, controller_factory):
@@ -86,4 +89,5 @@ async def test_crash_cause_restart_keeps_old_log(sim_ssh, controller_factory):
     assert b"Traceback" in crashed or b"Error" in crashed
     ok = await ctl.wait_ready(name, 30)
     assert ok.ok, ok.message
+    await wait_for(lambda: ctl.state.servers[name].log.line_count > 0, 5)  # the new log is followed
     assert (await ctl.stop_server(name)).ok
