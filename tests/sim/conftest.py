@@ -18,7 +18,7 @@ from console.sim.fleet import sim_down, sim_up
 from console.sim.state import proc_start_ticks
 
 SAMPLES = Path("/work/shared/samples")
-SCALE = 0.04
+SCALE = 0.02
 
 
 def free_port() -> int:

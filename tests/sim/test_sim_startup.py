@@ -76,7 +76,7 @@ def test_tp2_speculative_startup_sequence_and_vram(sim) -> None:
 
     t = threading.Thread(target=sample, daemon=True)
     t.start()
-    s = launch(hosts, "qwen36-mtp")
+    s = launch(hosts, "qwen36-mtp", env={"DFLASH_SIM_TIME_SCALE": "0.06"})  # slow enough to sample VRAM growth
     try:
         s.wait(r"fired up and ready to roll", 30)
     finally:
