@@ -11,7 +11,7 @@ from collections import deque
 
 from console.sglang.diagnose import Diagnosis, ProcessFacts, diagnose
 from console.sglang.logparse import LogParser
-from console.sglang.logstate import Facts
+from console.sglang.logstate import Facts, Stats
 from console.sglang.phase import Phase
 
 MAX_LINES = 20_000
@@ -34,6 +34,7 @@ class LogModel:
         self._process: ProcessFacts | None = None
         self._diag_key: tuple[int, bool] | None = None
         self._diag: Diagnosis | None = None
+        self._stats_key: tuple[int, int] | None = None
 
     def feed(self, data: bytes) -> list[str]:
         """Feed raw bytes; returns the complete cleaned lines they finished."""
@@ -58,6 +59,16 @@ class LogModel:
 
     # -- the parser's view ------------------------------------------------------------------
     @property
+    def stats(self) -> Stats:
+        """Runtime stats, materialised from the latest batch lines only when new ones arrived."""
+        st = self.parser.stats
+        key = (st.decode_lines, st.prefill_lines)
+        if key != self._stats_key:
+            self._stats_key = key
+            return self.parser.current_stats()
+        return st
+
+    @property
     def phase(self) -> str:
         return Phase.CRASHED.value if self.parser.crashed else self.parser.phase.value
 
@@ -76,23 +87,23 @@ class LogModel:
 
     @property
     def gen_throughput(self) -> float | None:
-        return self.parser.stats.gen_throughput
+        return self.stats.gen_throughput
 
     @property
     def running(self) -> int | None:
-        return self.parser.stats.running_reqs
+        return self.stats.running_reqs
 
     @property
     def queued(self) -> int | None:
-        return self.parser.stats.queue_reqs
+        return self.stats.queue_reqs
 
     @property
     def token_usage(self) -> float | None:
-        return self.parser.stats.token_usage
+        return self.stats.token_usage
 
     @property
     def accept_len(self) -> float | None:
-        return self.parser.stats.accept_len
+        return self.stats.accept_len
 
     @property
     def timeline(self) -> dict[str, float]:
