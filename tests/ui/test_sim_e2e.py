@@ -13,6 +13,7 @@ from console.ui.screens.dialogs import ConfirmScreen
 from console.ui.screens.launch import LaunchScreen
 from console.ui.widgets.gpu_pane import GpuPane
 
+
 async def until(pilot, cond: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:  # type: ignore[no-untyped-def]
     end = time.monotonic() + timeout
     while not cond():

@@ -107,7 +107,10 @@ class FleetScreen(ServerKeys, Screen):
 
     def sync(self) -> None:
         """Adds bands for new hosts and re-syncs every band (cheap: panes only repaint)."""
-        box = self.query_one("#hosts", HostList)
+        boxes = self.query("#hosts")
+        if not boxes:
+            return  # a tick before compose
+        box = boxes.first(HostList)
         have = {b.host for b in box.query(HostBand)}
         new = [HostBand(h) for h in self.host_names() if h not in have]
         if new:

@@ -103,7 +103,10 @@ class HostBand(Vertical):
             p.sync()
 
     def reflow(self) -> None:
-        grid = self.query_one(".gpus", Container)
+        grids = self.query(".gpus")
+        if not grids:
+            return  # not composed yet: on_mount syncs
+        grid = grids.first(Container)
         widest = max((len(h.gpus) for h in self.app.state.hosts.values()), default=1)  # type: ignore[attr-defined]
         cols = grid_columns(self.app.size.width, max(widest, len(self._indices)))
         if grid.styles.grid_size_columns != cols:
