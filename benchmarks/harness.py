@@ -155,3 +155,65 @@ async def wait_until(pred: object, timeout: float, what: str) -> None:
         if time.monotonic() > end:
             raise RuntimeError(f"timed out waiting for {what}")
         await asyncio.sleep(0.05)
+
+
+class TmuxConsole:
+    """The real `dflash-console --hosts TOML` in a private tmux server (a real terminal, real rendering)."""
+
+    def __init__(self, hosts_toml: Path, size: tuple[int, int] = (200, 60), extra: tuple[str, ...] = (),
+                 profile: str | None = None) -> None:
+        self.sock = f"dfcbench{os.getpid()}-{int(time.monotonic() * 1000) % 100000}"
+        self.hosts_toml = hosts_toml
+        self.size = size
+        self.extra = extra
+        self.profile = profile
+        """Run the console under pyinstrument, writing its text report here on exit."""
+        self.pid = 0
+
+    def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["tmux", "-L", self.sock, *args], capture_output=True, text=True)
+
+    def start(self) -> TmuxConsole:
+        prof = (f"-m pyinstrument {'-r session ' if self.profile.endswith('.pyisession') else ''}"
+                f"-o {self.profile} ") if self.profile else ""
+        cmd = " ".join([f"cd {ROOT} && TERM=xterm-256color exec {sys.executable} {prof}-m console "
+                        f"--hosts {self.hosts_toml}", *self.extra])
+        r = self.tmux("new-session", "-d", "-s", "c", "-x", str(self.size[0]), "-y", str(self.size[1]), cmd)
+        if r.returncode:
+            raise RuntimeError(f"tmux: {r.stderr.strip()}")
+        self.pid = int(self.tmux("display", "-p", "-t", "c", "#{pane_pid}").stdout.strip())
+        return self
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "c").stdout
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "c", *keys)
+
+    def wait_text(self, text: str, timeout: float) -> float:
+        """Seconds until `text` is on screen (RuntimeError after timeout)."""
+        t0 = time.monotonic()
+        while text not in self.screen():
+            if time.monotonic() - t0 > timeout:
+                raise RuntimeError(f"{text!r} not on screen after {timeout} s:\n{self.screen()[-1500:]}")
+            time.sleep(0.02)
+        return time.monotonic() - t0
+
+    def settle(self, max_s: float = 20.0, window_s: float = 2.0) -> list[float]:
+        """Wait until the console's CPU use stops falling (start-up catch-up done); the window figures (%)."""
+        seen: list[float] = []
+        end = time.monotonic() + max_s
+        while time.monotonic() < end:
+            c0 = cpu_seconds(self.pid)
+            time.sleep(window_s)
+            seen.append(100.0 * (cpu_seconds(self.pid) - c0) / window_s)
+            if len(seen) >= 2 and abs(seen[-1] - seen[-2]) <= max(2.0, 0.2 * seen[-2]):
+                break
+        return [round(x, 1) for x in seen]
+
+    def stop(self) -> None:
+        self.keys("q")
+        end = time.monotonic() + 10
+        while time.monotonic() < end and self.tmux("has-session", "-t", "c").returncode == 0:
+            time.sleep(0.05)
+        self.tmux("kill-server")

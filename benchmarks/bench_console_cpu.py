@@ -1,0 +1,94 @@
+"""Benchmark 2: the console's CPU while watching 8 hosts × 8 GPUs with 16 servers logging 50 lines/s each.
+
+8 sim hosts behind real sshd, 2 TP=1 servers each; the real `dflash-console` runs in a tmux terminal
+on the fleet screen; a separate writer process appends 50 lines/s to every server log. The figure
+is the console process's own CPU time (utime + stime) over the window, as % of one core, next to
+the same console with the fleet idle (no extra log lines) for scale.
+Target: <= 10% of one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+
+from benchmarks.common import Result
+from benchmarks.harness import (
+    TmuxConsole,
+    cpu_seconds,
+    launch_all,
+    presets_toml,
+    rss_mib,
+    server_log_paths,
+    ssh_sim_fleet,
+    start_writer,
+)
+
+TARGET_PCT = 10.0
+
+
+async def launch(fleet: object, per_host: int) -> tuple[object, list[str], list[str]]:
+    from console.config import load_fleet
+    from console.fleet.controller import FleetController
+
+    toml = fleet.toml(presets_toml(fleet, per_host))  # type: ignore[attr-defined]
+    ctl = FleetController(load_fleet(toml))
+    await ctl.start()
+    try:
+        if not await ctl.wait_hosts(30):
+            raise RuntimeError("hosts did not come up")
+        names = await launch_all(ctl, timeout=180)
+        paths = server_log_paths(ctl, names)
+    finally:
+        await ctl.close()
+    return toml, names, paths
+
+
+def window(pid: int, seconds: float) -> float:
+    c0, t0 = cpu_seconds(pid), time.monotonic()
+    time.sleep(seconds)
+    return 100.0 * (cpu_seconds(pid) - c0) / (time.monotonic() - t0)
+
+
+def run(args: argparse.Namespace) -> Result:
+    with ssh_sim_fleet(args.hosts) as fleet:
+        toml, names, paths = asyncio.run(launch(fleet, args.servers_per_host))
+        con = TmuxConsole(toml, profile=args.profile).start()  # type: ignore[arg-type]
+        try:
+            con.wait_text(f"{len(names)} servers", 60)
+            settle = con.settle()
+            idle = window(con.pid, min(10.0, args.seconds / 3))
+            writer = start_writer(paths, args.rate, args.seconds + 2, cpu=1)
+            time.sleep(1.0)
+            busy = window(con.pid, args.seconds)
+            written = int((writer.communicate(timeout=30)[0] or "0").split()[0]) * len(paths)
+            rss, hwm = rss_mib(con.pid)
+        finally:
+            con.stop()
+    detail = {"hosts": args.hosts, "servers": len(names), "lines/s per server": args.rate,
+              "window (s)": args.seconds, "start-up settle windows (%)": settle,
+              "console CPU idle fleet (% of a core)": round(idle, 1),
+              "console CPU with logging (% of a core)": round(busy, 1), "lines written": written,
+              "console RSS / peak (MiB)": (round(rss), round(hwm))}
+    return Result("2 console CPU, 8x8 GPUs, 16 servers x 50 lines/s", f"{busy:.1f}% of one core",
+                  "<= 10% of one core", busy <= TARGET_PCT, detail)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--hosts", type=int, default=8)
+    ap.add_argument("--servers-per-host", type=int, default=2)
+    ap.add_argument("--rate", type=float, default=50.0, help="lines/s per server")
+    ap.add_argument("--profile", metavar="PATH", help="run the console under pyinstrument; text report to PATH")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    r = run(args)
+    print(r.to_json()) if args.json else r.print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
