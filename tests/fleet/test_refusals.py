@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.fleet.conftest import make_fleet, preset_toml
+from tests.fleet.conftest import journal_lines, make_fleet, preset_toml
 from tests.fleet.test_lifecycle import wait_for
 
 
@@ -34,6 +34,39 @@ async def test_busy_gpu_and_port_refused_with_owner(sim_ssh, controller_factory)
     assert not port.ok and "port 30000" in port.message and f"pid {pid}" in port.message, port.message
     assert "sglang.launch_server" in port.message and "(preset first)" in port.message
     assert [s.name for s in ctl.state.servers.values() if s.alive] == [out.servers[0]]
+
+
+async def test_external_server_shown_read_only_and_sigkill_after_drain(sim_ssh, controller_factory, monkeypatch):
+    from console.fleet import actions
+
+    h = sim_ssh("mixed")
+    text = h.section() + preset_toml("mine", h, [1], 30000) + preset_toml("onthird", h, [3], 30041)
+    ctl = controller_factory(make_fleet(text))
+    await ctl.start()
+    # started by hand over SSH (no meta.json): the console must treat it as someone else's
+    r = await ctl.links["mixed"].run(
+        f"CUDA_VISIBLE_DEVICES=3 setsid nohup {h.dir}/venv/bin/python3 -m sglang.launch_server --model-path "
+        f"{h.model()} --port 30040 --mem-fraction-static 0.5 > {h.dir}/ext.log 2>&1 < /dev/null & echo $!")
+    ext_pid = int(r.stdout)
+    try:
+        await wait_for(lambda: "external@mixed:30040" in ctl.state.servers, 10)
+        await wait_for(lambda: ctl.state.servers["external@mixed:30040"].meta.gpus == (3,), 15)
+        e = ctl.state.servers["external@mixed:30040"]
+        assert not e.meta.managed and e.alive
+        assert ctl.state.live_owner("mixed", 3) is e
+        refused = await ctl.stop_server(e.name)
+        assert not refused.ok and "external" in refused.message and "adopt" in refused.message
+        busy = await ctl.launch("onthird")
+        assert not busy.ok and "GPU 3 is used by" in busy.message and "(external@mixed:30040)" in busy.message
+        out = await ctl.launch("mine", wait=True)
+        assert out.ok, out.message
+        monkeypatch.setattr(actions, "STOP_DRAIN_S", 0.0)  # no drain allowed: the SIGKILL path
+        stopped = await ctl.stop_server(out.servers[0])
+        assert stopped.ok, stopped.message
+        assert any(r.get("action") == "kill" for r in journal_lines())
+        assert ctl.state.servers["external@mixed:30040"].alive
+    finally:
+        await ctl.links["mixed"].run(f"kill -KILL -- -{ext_pid}")
 
 
 async def test_hostile_values_reach_sglang_literally(sim_ssh, controller_factory):
