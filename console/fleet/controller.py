@@ -24,6 +24,7 @@ from console.fleet.events import (
     HostDown,
     HostUp,
     LogData,
+    MetricsSample,
     Notice,
     ProcessSample,
     ServerAction,
@@ -46,6 +47,7 @@ LAUNCH_GRACE_S = 2.0
 TAIL_AFTER_GONE_S = 30.0
 HEALTH_EVERY_S = 1.0
 HEALTH_READY_EVERY_S = 5.0
+METRICS_EVERY_S = 5.0
 
 
 class FleetController:
@@ -274,10 +276,34 @@ class FleetController:
                 if not s.alive or s.meta.port is None:
                     continue
                 every = HEALTH_READY_EVERY_S if s.health == "ok" else HEALTH_EVERY_S
-                if s.health_at is not None and now - s.health_at < every - 0.05:
-                    continue
-                self.emit([await self._check_health(s.name)])
+                if s.health_at is None or now - s.health_at >= every - 0.05:
+                    self.emit([await self._check_health(s.name)])
+                if (s.health == "ok" and "--enable-metrics" in s.meta.argv
+                        and (s.metrics_at is None or now - s.metrics_at >= METRICS_EVERY_S)):
+                    m = await self._get_metrics(s.name)
+                    if m is not None:
+                        self.emit([m])
             await asyncio.sleep(HEALTH_EVERY_S)
+
+    async def _get_metrics(self, name: str) -> MetricsSample | None:
+        """/metrics (servers started with --enable-metrics), parsed by the SGLang metrics parser."""
+        from console.sglang.metrics import parse_metrics
+
+        try:
+            url = await self.server_url(name)
+            assert self._http is not None
+            self.http_in_flight += 1
+            try:
+                r = await self._http.get(url + "/metrics")
+            finally:
+                self.http_in_flight -= 1
+            if r.status_code != 200:
+                return None
+            m = parse_metrics(r.text)
+        except (httpx.HTTPError, TransportError, KeyError, ValueError):
+            return None
+        values = {k: float(v) for k, v in vars(m).items() if isinstance(v, (int, float)) and v is not None}
+        return MetricsSample(name, time.time(), values)
 
     async def _check_health(self, name: str) -> HealthResult:
         t0 = time.monotonic()
