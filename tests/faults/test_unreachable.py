@@ -1,0 +1,126 @@
+"""Hosts that never answer, refuse connections or present an unknown key: each gets a clear state of its own,
+the rest of the fleet keeps updating, and the UI keeps answering keys within 200 ms (a Pilot test)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from textual import events
+
+from console.ui.app import DflashApp
+from console.ui.screens.help import HelpScreen
+from console.ui.widgets.host_band import HostHeader
+from tests.faults import results
+from tests.faults.simfleet import build_sim_fleet, controller
+
+KEY_LIMIT_S = 0.2
+KEY_WORST_S = 0.5
+"""Every key within 500 ms, nine in ten within 200 ms: CI shares two cores with the sim hosts and sshd."""
+WARMUP_S = 2.0
+WATCH_S = 13.0
+"""Longer than the SSH connect timeout (10 s), so the black-holed host has failed at least once."""
+
+
+def _p90(xs: list[float]) -> float:
+    return sorted(xs)[int(0.9 * (len(xs) - 1))]
+
+
+async def _key_latency(app: DflashApp, key: str, answered) -> float:  # type: ignore[no-untyped-def]
+    """Send a key as the terminal driver would and time until the app has acted on it (no Pilot idle waits)."""
+    assert app._driver is not None
+    k0 = time.monotonic()
+    app._driver.send_message(events.Key(key, "?" if key == "question_mark" else None))
+    while not answered() and time.monotonic() - k0 < 3:
+        await asyncio.sleep(0.005)
+    return time.monotonic() - k0
+
+
+def _header_text(app: DflashApp, host: str) -> str:
+    for h in app.screen.query(HostHeader):
+        if h.host == host:
+            return str(h.render())
+    return ""
+
+
+async def test_unreachable_hosts_stay_apart_and_ui_answers(ssh_host_factory, sim_root: Path) -> None:
+    sf = build_sim_fleet(ssh_host_factory, sim_root, ["good"])
+    hole = ssh_host_factory("hole", kind="blackhole")
+    refused = ssh_host_factory("refused", kind="refusing")
+    stranger = ssh_host_factory("stranger")  # a real sshd whose key nobody trusted
+    stranger.known_hosts.write_text("")
+    extra = (hole.hosts_toml_section("hole") + "\n" + refused.hosts_toml_section("refused") + "\n"
+             + stranger.hosts_toml_section("stranger") + "\n")
+    fleet = sf.fleet(extra_hosts=extra)
+    ctl = controller(fleet)
+    app = DflashApp(ctl)
+    lags: list[float] = []
+    seen: dict[str, set[str]] = {}
+    keys: list[float] = []
+    t0 = time.monotonic()
+    try:
+        async with app.run_test(size=(140, 44)):
+            good = ctl.state.hosts["good"]
+            first_sample = None
+            samples: set[float] = set()
+            end = time.monotonic() + WATCH_S
+            while time.monotonic() < end:
+                t = time.monotonic()
+                await asyncio.sleep(0.05)
+                if time.monotonic() - t0 > WARMUP_S:  # app start-up (first screen, imports) is not a freeze
+                    lags.append(time.monotonic() - t - 0.05)
+                if good.gpu_at is not None:
+                    samples.add(good.gpu_at)
+                    first_sample = first_sample or time.monotonic()
+                for n in ctl.state.hosts:
+                    seen.setdefault(n, set()).add(_header_text(app, n))
+                if lags and len(lags) % 20 == 0:  # about once a second: a key must be answered within 200 ms
+                    keys.append(await _key_latency(app, "question_mark", lambda: isinstance(app.screen, HelpScreen)))
+                    await _key_latency(app, "escape", lambda: not isinstance(app.screen, HelpScreen))
+            states = {n: (h.conn, h.last_error or "") for n, h in ctl.state.hosts.items()}
+            headers = {n: _header_text(app, n) for n in ctl.state.hosts}
+    finally:
+        await ctl.close()
+    checks = {
+        "good host keeps updating": states["good"][0] == "up" and len(samples) >= WATCH_S / 2 - 2,
+        "black hole: shown failing": states["hole"][0] != "up" and any(
+            "timed out" in t or "cannot connect" in t for t in seen["hole"]),
+        "refused: down, says refused": states["refused"][0] == "down" and (
+            "refused" in states["refused"][1].lower() or "connect call failed" in states["refused"][1].lower()),
+        "unknown key: error names fingerprint and `trust`": "SHA256:" in states["stranger"][1]
+        and "dflash-console trust stranger" in states["stranger"][1],
+        "fingerprint on screen": any("SHA256:" in t and "down" in t for t in seen["stranger"]),
+        "refusal on screen": any("Connect call failed" in t or "refused" in t.lower() for t in seen["refused"]),
+        "keys answered within 200 ms": len(keys) >= 5 and _p90(keys) <= KEY_LIMIT_S and max(keys) <= KEY_WORST_S,
+    }
+    dt = time.monotonic() - t0
+    for i, (what, ok) in enumerate(checks.items()):
+        results.record("faults", f"unreachable hosts: {what}", 0, ok, dt if i == 0 else 0.0,
+                       "" if ok else f"states {states}; headers {headers}",
+                       max_key_s=max(keys, default=-1), p90_key_s=_p90(keys) if keys else -1,
+                       max_loop_lag_s=max(lags, default=-1),
+                       good_samples=float(len(samples)))
+    bad = [w for w, ok in checks.items() if not ok]
+    assert not bad, f"{bad}: states {states}; headers {headers}; keys {[round(k, 3) for k in keys]}"
+    assert max(lags) < KEY_WORST_S, f"event loop stalled {max(lags):.3f}s"
+
+
+@pytest.mark.xfail(strict=True, reason="console/ui/widgets/host_band.py HostHeader shows last_error only while "
+                   "conn == 'down'; each retry's HostConnecting flips the host to 'connecting (attempt N)' and hides "
+                   "why it is failing (a black-holed host spends its whole 10 s connect timeout there)")
+async def test_retrying_host_still_says_why() -> None:
+    from console.fleet.events import HostConnecting, HostDown
+    from console.fleet.state import FleetState
+    from tests.ui.fakes import NOW, FakeApi, demo_fleet
+
+    st = FleetState(["ct129", "blackwell"])
+    st.apply(HostDown("ct129", NOW - 20, "ct129: connect to 10.0.0.1 timed out after 10s", 8.0))
+    st.apply(HostConnecting("ct129", NOW - 5, attempt=4))
+    app = DflashApp(FakeApi(st, fleet=demo_fleet()), clock=lambda: NOW)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await pilot.pause(0.1)
+        text = _header_text(app, "ct129")
+        assert "attempt 4" in text
+        assert "timed out" in text
