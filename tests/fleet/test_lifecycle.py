@@ -21,7 +21,8 @@ async def wait_for(pred, timeout: float = 20.0, step: float = 0.1):
 
 async def test_launch_ready_probe_stop(sim_ssh, controller_factory):
     h = sim_ssh("gpuhost")
-    fleet = make_fleet(h.section() + preset_toml("small", h, [0], 30000))
+    fleet = make_fleet(h.section() + preset_toml("small", h, [0], 30000,
+                                                 args=["--mem-fraction-static", "0.5", "--enable-metrics"]))
     ctl = controller_factory(fleet)
     phases: list[str] = []
 
@@ -48,6 +49,7 @@ async def test_launch_ready_probe_stop(sim_ssh, controller_factory):
         probe = await c.probe("hi", max_tokens=8)
     assert probe.ok and probe.text and probe.stats and probe.stats.ttft_s is not None, probe
     await wait_for(lambda: ctl.state.servers[name].memory_mib > 0)
+    await wait_for(lambda: ctl.state.servers[name].metrics.get("generation_tokens_total", 0) > 0, 8)
     gpu0 = ctl.state.hosts["gpuhost"].gpus[0]
     assert gpu0.processes and gpu0.processes[0].server == name
     out = await ctl.stop_server(name)
