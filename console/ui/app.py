@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -58,6 +59,8 @@ class DflashApp(ActionsMixin, App[int]):
         self.status_line = "" if api is not None else "connecting…"
         self._empty = FleetState()
         self._phases: dict[str, str] = {}
+        self.activity: deque[Notice] = deque(maxlen=200)
+        """Every notice toasted, for the fleet screen's activity panel."""
         loaded = load_themes()
         self.theme_problems = loaded.problems
         self._install_bench()
@@ -137,6 +140,7 @@ class DflashApp(ActionsMixin, App[int]):
                 self.toast(Notice(self.now(), "info", f"{name} is ready", server=name, host=s.meta.host))
 
     def toast(self, n: Notice) -> None:
+        self.activity.append(n)
         level = n.level
         srv = self.state.servers.get(n.server or "")
         if srv is not None and not srv.meta.managed and level == "error":

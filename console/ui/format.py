@@ -95,6 +95,24 @@ def sparkline(values: Iterable[float], width: int, top: float | None = None, flo
     return "".join(out).rjust(width)
 
 
+def sparkline_rows(values: Iterable[float], width: int, rows: int, top: float | None = None,
+                   floor_top: float = 100.0) -> list[str]:
+    """A `rows`-tall zero-anchored graph (8 levels per cell), top row first; same fixed range as `sparkline`."""
+    vals = [v for v in values if v is not None and not math.isnan(v)][-width:] if width > 0 else []
+    if not vals or rows <= 0:
+        return [" " * max(0, width) for _ in range(max(0, rows))]
+    hi = top if top is not None else nice_ceiling(max(max(vals), floor_top))
+    levels = [round(min(1.0, max(0.0, v / hi)) * rows * 8) if hi > 0 else 0 for v in vals]
+    out = []
+    for r in range(rows - 1, -1, -1):
+        line = []
+        for lv in levels:
+            cell = lv - r * 8
+            line.append(" " if cell <= 0 else "█" if cell >= 8 else BLOCKS[cell - 1])
+        out.append("".join(line).rjust(width))
+    return out
+
+
 def gpu_span(gpus: Iterable[int]) -> str:
     """`0-3` for a contiguous TP group, `0,2` otherwise."""
     g = sorted(gpus)

@@ -11,12 +11,15 @@ from textual.widgets import Footer, Static
 
 from console.fleet.state import ServerState
 from console.ui.actions import MUTATING
+from console.ui.widgets.activity import ActivityLog
 from console.ui.widgets.gpu_pane import GpuPane
 from console.ui.widgets.host_band import HostBand
 
 
 class HostList(VerticalScroll, can_focus=False, inherit_bindings=False):
     """The scrolling column of host bands; arrow keys belong to the pane selection, not to scrolling."""
+
+    DEFAULT_CSS = "HostList { height: auto; max-height: 100%; }"
 
 
 SERVER_ACTIONS = {"relaunch", "stop", "probe", "details", "bench"}
@@ -94,6 +97,7 @@ class FleetScreen(ServerKeys, Screen):
     def compose(self) -> ComposeResult:
         yield Static("", id="topbar", markup=False)
         yield HostList(id="hosts")
+        yield ActivityLog(self.app.activity, id="activity")  # type: ignore[attr-defined]
         yield Footer()
 
     def on_mount(self) -> None:
@@ -119,6 +123,7 @@ class FleetScreen(ServerKeys, Screen):
             if band not in new:
                 band.sync()
         self._sync_topbar()
+        self.query_one(ActivityLog).sync()
         if self.selection is None:
             panes = list(self.query(GpuPane))
             if panes and not isinstance(self.focused, GpuPane):

@@ -91,6 +91,7 @@ class GpuPane(Widget, can_focus=True):
     DEFAULT_CSS = """
     GpuPane { height: 8; border: round $panel-lighten-2; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     GpuPane.-compact { height: 7; }
+    GpuPane.-tall { height: 11; }
     GpuPane.-ready { border: round $phase-ready; }
     GpuPane.-starting { border: round $phase-starting; }
     GpuPane.-crashed { border: heavy $phase-crashed; }
@@ -138,7 +139,9 @@ class GpuPane(Widget, can_focus=True):
             self.set_class(cls == phase_class(srv), cls)
         self.set_class(stale and (srv is None or srv.phase != "crashed"), "-stale")
         self.set_class(self.marked, "-marked")
-        self.set_class(self.app.size.height < 30, "-compact")
+        h = self.app.size.height
+        self.set_class(h < 30, "-compact")
+        self.set_class(h >= 44, "-tall")
         name = fmt.short_gpu_name(g.reading.name) if g else "?"
         self.border_title = Content(f"GPU{self.gpu} {name}")
         sub = ""
@@ -229,8 +232,14 @@ class GpuPane(Widget, can_focus=True):
             if phase in ("ready", "serving"):
                 rows = [head, status + "  " + load, tput]
             return rows
-        rows += [tput, load]
-        return rows
+        if self.has_class("-tall") and srv.throughput_history:
+            hist = list(srv.throughput_history)
+            top = fmt.nice_ceiling(max([*hist, 100.0]))
+            tput = Content.assemble((f"{fmt.rate(srv.gen_throughput)} tok/s", "bold"),
+                                    (f"   0–{fmt.rate(top)} scale, last {len(hist)} batches", c["dim"]))
+            graph = [Content.styled(line, c["phase-serving"]) for line in fmt.sparkline_rows(hist, w, 3, top=top)]
+            return [*rows, load, tput, *graph]
+        return [*rows, tput, load]
 
     def _starting(self, srv: ServerState, c: dict[str, str], compact: bool) -> list[Content]:
         """While coming up: how long it has been at it, and the log's latest line (dimmed)."""

@@ -24,6 +24,11 @@ def grid_columns(width: int, n: int) -> int:
     return math.ceil(n / rows)
 
 
+def pane_height(screen_rows: int) -> int:
+    """Compact panes under 30 rows (80×24 fits two hosts), tall ones with a graph from 44."""
+    return 7 if screen_rows < 30 else 11 if screen_rows >= 44 else 8
+
+
 class HostHeader(Static):
     """`● ct129  up 3 min · 2 GPUs · data 1 s` — greyed with the age when stale."""
 
@@ -73,6 +78,7 @@ class HostBand(Vertical):
         super().__init__(id=None)
         self.host = host
         self._indices: tuple[int, ...] = ()
+        self._rows = ""
 
     def compose(self) -> ComposeResult:
         yield HostHeader(self.host)
@@ -111,3 +117,7 @@ class HostBand(Vertical):
         cols = grid_columns(self.app.size.width, max(widest, len(self._indices)))
         if grid.styles.grid_size_columns != cols:
             grid.styles.grid_size_columns = cols
+        rows = str(pane_height(self.app.size.height))
+        if self._rows != rows:
+            self._rows = rows
+            grid.styles.grid_rows = rows
