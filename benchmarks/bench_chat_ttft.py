@@ -46,15 +46,15 @@ def curl_first_content(url: str, max_tokens: int) -> float:
     p = subprocess.Popen(["curl", "-sN", "-H", "Content-Type: application/json", "-d", curl_body(max_tokens),
                           url + "/v1/chat/completions"], stdout=subprocess.PIPE)
     assert p.stdout is not None
-    try:
-        for line in p.stdout:
-            if line.startswith(b"data:") and ((b'"content":"' in line and b'"content":""' not in line)
-                                              or b'"reasoning_content":"' in line):
-                return time.perf_counter() - t0
+    first: float | None = None
+    for line in p.stdout:  # read to the end: an abandoned stream would keep the server busy for the next one
+        if first is None and line.startswith(b"data:") and ((b'"content":"' in line and b'"content":""' not in line)
+                                                            or b'"reasoning_content":"' in line):
+            first = time.perf_counter() - t0
+    p.wait()
+    if first is None:
         raise RuntimeError("curl stream had no content")
-    finally:
-        p.kill()
-        p.wait()
+    return first
 
 
 async def console_ttft(client: object, max_tokens: int) -> float:
