@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -13,9 +15,29 @@ from tests.fleet.conftest import preset_toml
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def cli(hosts: Path, *args: str, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "console", "--hosts", str(hosts), *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT, env=os.environ | (env or {}))
+def cli(hosts: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`dflash-console --hosts H ARGS` in-process (each call its own asyncio.run, as from a shell)."""
+    from console.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(["--hosts", str(hosts), *args])
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return subprocess.CompletedProcess(["dflash-console", *args], rc, out.getvalue(), err.getvalue())
+
+
+def test_cli_is_a_real_program(tmp_path: Path):
+    r = subprocess.run([sys.executable, "-m", "console", "--hosts", str(tmp_path / "none.toml"), "status"],
+                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 2 and "none.toml" in r.stderr
 
 
 def test_cli_launch_status_probe_logs_stop_journal(sim_ssh, tmp_path: Path):

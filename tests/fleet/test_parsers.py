@@ -100,3 +100,12 @@ def test_journal_file(tmp_path):
     j.event("launch", server="s", message="--api-key sk-9999 ok")
     (rec,) = list(journal.read_journal(tmp_path / "j.jsonl"))
     assert rec["message"] == "--api-key *** ok" and "launch" in journal.format_record(rec)
+
+
+def test_backoff_is_jittered_exponential_and_capped_at_10s():
+    from console.fleet.hostlink import backoff_delay
+
+    firsts = [backoff_delay(1) for _ in range(50)]
+    assert all(0.375 <= d <= 0.625 for d in firsts) and len(set(firsts)) > 1
+    assert all(backoff_delay(n) <= 10.0 for n in range(1, 40))
+    assert min(backoff_delay(4) for _ in range(50)) >= 3.0
