@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from console import __version__
+from console.config import Host
 from console.fleet import discovery
 from console.fleet.api import ActionOutcome, LaunchPreview, PreCheck
 from console.fleet.events import ComputeApp, ProcInfo, ServerAction, ServerMeta, ServerSeen
@@ -52,7 +53,7 @@ class HostFacts:
     metas: list[ServerMeta] = field(default_factory=list)
 
 
-def facts_command(fleet_host, model: str) -> str:
+def facts_command(fleet_host: Host, model: str) -> str:
     gpu_q = shlex.join(["nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv,noheader,nounits"])
     m = shell_path(model)
     return "; ".join([
