@@ -150,8 +150,9 @@ def scenario(*, crashed: bool = True, stale_host: str | None = None, eight: bool
         timeline={"launching": 3.1, "loading_weights": 8.4, "kv_cache": 1.2, "cuda_graph": 8.9, "warming": 1.0})
     st.servers[serving.name].previous_timeline = {"launching": 3.0, "loading_weights": 11.9, "kv_cache": 1.3,
                                                   "cuda_graph": 9.4, "warming": 1.1}
-    st.servers[serving.name].throughput_history.extend([0, 40, 120, 180, 210, 190, 230, 260, 250, 240, 262, 267,
-                                                         255, 270, 266, 267])
+    ramp = [0, 40, 120, 180, 210, 190, 230, 260, 250, 240, 262, 267, 255, 270, 266, 267]
+    steady = [240 + (i * 37) % 45 - (30 if i % 11 == 0 else 0) for i in range(44)]
+    st.servers[serving.name].throughput_history.extend([*ramp, *steady, 267])
     st.apply(HealthResult(serving.name, NOW - 2, "ok"))
     st.servers[loading.name].log = ScriptedLog("loading_weights", SERVING_LOG[:1], shards=(7, 15),
                                                timeline={"launching": 4.2})

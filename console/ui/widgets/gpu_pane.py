@@ -97,8 +97,13 @@ class GpuPane(Widget, can_focus=True):
     GpuPane.-crashed { border: heavy $phase-crashed; }
     GpuPane.-stopped { border: round $phase-stopped; }
     GpuPane.-stale { border: round $stale; }
-    GpuPane:focus { border: double $accent; }
-    GpuPane.-marked { background: $boost; }
+    GpuPane:focus { border: double $accent; background: $boost; }
+    GpuPane.-ready:focus { border: double $phase-ready; }
+    GpuPane.-starting:focus { border: double $phase-starting; }
+    GpuPane.-crashed:focus { border: double $phase-crashed; }
+    GpuPane.-stopped:focus { border: double $phase-stopped; }
+    GpuPane.-stale:focus { border: double $stale; }
+    GpuPane.-marked { background: $primary 15%; }
     """
 
     @dataclass
@@ -236,7 +241,7 @@ class GpuPane(Widget, can_focus=True):
             hist = list(srv.throughput_history)
             top = fmt.nice_ceiling(max([*hist, 100.0]))
             tput = Content.assemble((f"{fmt.rate(srv.gen_throughput)} tok/s", "bold"),
-                                    (f"   0–{fmt.rate(top)} scale, last {len(hist)} batches", c["dim"]))
+                                    (f"   scale 0–{fmt.rate(top)}", c["dim"]))
             graph = [Content.styled(line, c["phase-serving"]) for line in fmt.sparkline_rows(hist, w, 3, top=top)]
             return [*rows, load, tput, *graph]
         return [*rows, tput, load]
