@@ -85,3 +85,18 @@ def test_bench_cli_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "http://127.0.0.1:9", "--concurrency", "0"]) == 2
     assert main(["bench", "http://127.0.0.1:9", "--engine", "sglang"]) == 2
     assert "needs a server or preset" in capsys.readouterr().err
+
+
+def test_engine_sglang_runs_bench_serving_on_the_host_and_agrees(sim_fleet: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--hosts", str(sim_fleet), "bench", "qwen36-bench", "--concurrency", "1,8", "--output-len", "32",
+            "--input-len", "32", "--json", "--no-save"]
+    assert main([*argv, "--engine", "sglang"]) == 0
+    theirs = json.loads(capsys.readouterr().out)["levels"]
+    assert main(argv) == 0
+    ours = json.loads(capsys.readouterr().out)["levels"]
+    for a, b in zip(theirs, ours, strict=True):
+        assert a["concurrency"] == b["concurrency"] and a["errors"] == 0
+        assert a["requests"] == b["requests"]
+        assert a["output_throughput_tok_s"] == pytest.approx(b["output_throughput_tok_s"], rel=0.15)
+    assert list((sim_fleet.parent / "blackwell" / "run" / "bench").glob("*-c8.jsonl"))
