@@ -30,6 +30,14 @@ def wait_for(tmux: list[str], needle: str, timeout: float) -> str:
     raise AssertionError(f"{needle!r} not on screen after {timeout} s:\n{screen}")
 
 
+def wait_gone(tmux: list[str], needle: str, timeout: float) -> None:
+    end = time.monotonic() + timeout
+    while needle in capture(tmux):
+        if time.monotonic() > end:
+            raise AssertionError(f"{needle!r} still on screen after {timeout} s")
+        time.sleep(0.05)
+
+
 def leftover_processes(marker: str) -> list[int]:
     """Pids whose command line mentions the test's temp dir (sim servers started by the demo)."""
     out = []
@@ -50,6 +58,8 @@ def test_demo_in_tmux(tmp_path: Path) -> None:
     cmd = f"cd {ROOT} && exec {sys.executable} -m console --demo"
     t0 = time.monotonic()
     subprocess.run([*tmux, "new-session", "-d", "-s", "demo", "-x", "120", "-y", "36", cmd], env=env, check=True)
+    # tmux holds a lone ESC for 500 ms by default; an Enter inside that window would arrive as M-Enter.
+    subprocess.run([*tmux, "set-option", "-g", "escape-time", "0"], check=True)
     try:
         wait_for(tmux, "dflash-console", 20)
         first_frame = time.monotonic() - t0
@@ -61,11 +71,11 @@ def test_demo_in_tmux(tmp_path: Path) -> None:
         subprocess.run([*tmux, "send-keys", "-t", "demo", "?"], check=True)
         wait_for(tmux, "keymap id", 5)
         subprocess.run([*tmux, "send-keys", "-t", "demo", "Escape"], check=True)
-        time.sleep(0.5)
+        wait_gone(tmux, "keymap id", 5)
         subprocess.run([*tmux, "send-keys", "-t", "demo", "Enter"], check=True)
         wait_for(tmux, "Startup timeline", 5)
         subprocess.run([*tmux, "send-keys", "-t", "demo", "Escape"], check=True)
-        time.sleep(0.3)
+        wait_gone(tmux, "Startup timeline", 5)
         subprocess.run([*tmux, "send-keys", "-t", "demo", "q"], check=True)
         end = time.monotonic() + 15
         while time.monotonic() < end:
