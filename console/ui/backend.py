@@ -70,44 +70,72 @@ def fallback_curl(base_url: str, req: ChatRequest, api_key_env: str | None) -> s
 
 
 class SglangBackend:
-    """Adapts console.sglang.client (imported lazily so the UI starts without it)."""
+    """Adapts console.sglang.client.SGLangClient; the key is handed over in a private env mapping, never logged."""
 
-    def _client(self) -> Any:
-        from console.sglang import client
+    _KEY_VAR = "DFLASH_CONSOLE_API_KEY"
 
-        return client
+    def _client(self, base_url: str, api_key: str | None, timeout: float = 10.0) -> Any:
+        from console.sglang.client import SGLangClient
+
+        env = {self._KEY_VAR: api_key} if api_key else {}
+        return SGLangClient(base_url, api_key_env=self._KEY_VAR if api_key else None, env=env, timeout=timeout)
 
     async def stream_chat(self, base_url: str, req: ChatRequest, api_key: str | None) -> AsyncIterator[ChatDelta]:
-        client = self._client()
-        async for ev in client.stream_chat(base_url, req.messages, max_tokens=req.max_tokens,
-                                           temperature=req.temperature, thinking=req.thinking,
-                                           api_key=api_key, model=req.model):
-            yield _delta_from(ev)
+        from console.sglang import client as c
+
+        tokens: int | None = None
+        ttft = tok_s = None
+        async with self._client(base_url, api_key, timeout=30.0) as cl:
+            try:
+                async for ev in cl.chat_stream(req.messages, model=req.model or "default", max_tokens=req.max_tokens,
+                                               temperature=req.temperature,
+                                               extra={"chat_template_kwargs": {"enable_thinking": req.thinking}}):
+                    if isinstance(ev, c.ReasoningDelta):
+                        yield ChatDelta("reasoning", ev.text)
+                    elif isinstance(ev, c.ContentDelta):
+                        yield ChatDelta("content", ev.text)
+                    elif isinstance(ev, c.Finish):
+                        yield ChatDelta("finish", finish_reason=ev.reason)
+                    elif isinstance(ev, c.Usage):
+                        tokens = ev.completion_tokens
+                    elif isinstance(ev, c.StreamStats):
+                        ttft, tok_s = ev.ttft_s, ev.tokens_per_s
+                        tokens = tokens if tokens is not None else ev.tokens
+            except c.ClientError as e:
+                yield ChatDelta("error", e.message)
+                return
+        yield ChatDelta("usage", ttft_s=ttft, completion_tokens=tokens, tok_s=tok_s)
 
     async def probe(self, base_url: str, api_key: str | None) -> ProbeReport:
-        res = await self._client().probe(base_url, api_key=api_key)
-        ok = bool(getattr(res, "ok", False))
-        summary = str(getattr(res, "summary", "") or res)
-        details = dict(getattr(res, "__dict__", {}))
-        return ProbeReport(ok, summary, details)
+        async with self._client(base_url, api_key) as cl:
+            res = await cl.probe()
+        return probe_report(res)
 
     def curl(self, base_url: str, req: ChatRequest, api_key_env: str | None) -> str:
-        try:
-            fn = self._client().curl_command
-        except (ImportError, AttributeError):
-            return fallback_curl(base_url, req, api_key_env)
-        try:
-            return str(fn(base_url, req.messages, max_tokens=req.max_tokens, temperature=req.temperature,
-                          thinking=req.thinking, api_key_env=api_key_env))
-        except TypeError:
-            return fallback_curl(base_url, req, api_key_env)
+        from console.sglang.client import curl_command
+
+        return curl_command(base_url, req.messages, model=req.model or "default", max_tokens=req.max_tokens,
+                            temperature=req.temperature, api_key_env=api_key_env,
+                            extra={"chat_template_kwargs": {"enable_thinking": req.thinking}})
 
 
-def _delta_from(ev: Any) -> ChatDelta:
-    """Maps a client stream event (by its `kind`/`type` and attributes) onto a ChatDelta."""
-    kind = getattr(ev, "kind", None) or getattr(ev, "type", None) or type(ev).__name__.lower()
-    kind = str(kind).removesuffix("event").removesuffix("delta")
-    if kind not in ("reasoning", "content", "finish", "usage", "error"):
-        kind = "content"
-    return ChatDelta(kind, str(getattr(ev, "text", "") or ""), getattr(ev, "finish_reason", None),
-                     getattr(ev, "ttft_s", None), getattr(ev, "completion_tokens", None), getattr(ev, "tok_s", None))
+def probe_report(res: Any) -> ProbeReport:
+    """One line from a client ProbeResult: health first, then model, TTFT, tok/s and the reply."""
+    h = res.health
+    parts = [f"health {h.state}" + (f" ({h.status})" if h.status else "") + f" in {h.latency_s * 1000:.0f} ms"]
+    info = res.model_info or {}
+    model = info.get("model_path") or info.get("served_model_name")
+    if model:
+        parts.append(f"model {str(model).rsplit('/', 1)[-1]}")
+    st = res.stats
+    if st is not None and st.ttft_s is not None:
+        parts.append(f"TTFT {st.ttft_s * 1000:.0f} ms")
+    if st is not None and st.tokens_per_s is not None:
+        parts.append(f"{st.tokens_per_s:.1f} tok/s")
+    if res.text:
+        parts.append(repr(res.text.strip()[:60]))
+    if res.error:
+        parts.append(f"error: {res.error}")
+    details = {"health": h.state, "model": model, "ttft_s": st.ttft_s if st else None,
+               "tok_s": st.tokens_per_s if st else None, "error": res.error}
+    return ProbeReport(bool(res.ok), " · ".join(parts), details)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from console.ui.app import DflashApp
 from console.ui.demo import DemoFleet
 from console.ui.messages import ActionDone
+from console.ui.screens.chat import ChatScreen, Turn
 from console.ui.screens.dialogs import ConfirmScreen
 from console.ui.screens.launch import LaunchScreen
 from console.ui.widgets.gpu_pane import GpuPane
@@ -52,6 +53,23 @@ async def test_launch_ready_crash_relaunch_stop_on_sim(tmp_path) -> None:  # typ
             await until(pilot, lambda: any(f"{name} is ready" in n for n in notes), 5, f"ready toast in {notes}")
             pane = next(p for p in app.screen.query(GpuPane) if p.host == "ct129" and p.gpu == 0)
             await until(pilot, lambda: pane.has_class("-ready"), 5, "green pane")
+
+            await pilot.press("p")
+            await until(pilot, lambda: any(isinstance(m, ActionDone) and m.action == "probe" for m in msgs), 30,
+                        "probe")
+            probe = next(m for m in msgs if isinstance(m, ActionDone) and m.action == "probe")
+            assert probe.ok and "health ready" in probe.message and "TTFT" in probe.message, probe.message
+
+            await pilot.press("c")
+            await until(pilot, lambda: isinstance(app.screen, ChatScreen), 5, "chat screen")
+            await pilot.pause()
+            await pilot.press(*"Name a GPU.", "enter")
+            await until(pilot, lambda: bool(app.screen.query(Turn)) and "TTFT" in str(
+                app.screen.query_one(Turn).query_one("#stats").render()), 30, "streamed answer")
+            turn = app.screen.query_one(Turn)
+            assert turn.answer.strip() and "tok/s" in str(turn.query_one("#stats").render())
+            await pilot.press("escape")
+            await pilot.pause()
 
             cmds = {c.title: c for c in app.get_system_commands(app.screen)}
             cmds["sim: crash server"].callback()
