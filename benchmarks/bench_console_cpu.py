@@ -55,7 +55,7 @@ def window(pid: int, seconds: float) -> float:
 def run(args: argparse.Namespace) -> Result:
     with ssh_sim_fleet(args.hosts) as fleet:
         toml, names, paths = asyncio.run(launch(fleet, args.servers_per_host))
-        con = TmuxConsole(toml, profile=args.profile).start()  # type: ignore[arg-type]
+        con = TmuxConsole(toml, profile=args.profile, entry=args.entry).start()  # type: ignore[arg-type]
         try:
             con.wait_text(f"{len(names)} servers", 60)
             settle = con.settle()
@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--servers-per-host", type=int, default=2)
     ap.add_argument("--rate", type=float, default=50.0, help="lines/s per server")
     ap.add_argument("--profile", metavar="PATH", help="run the console under pyinstrument; text report to PATH")
+    ap.add_argument("--entry", metavar="SCRIPT", help="run this script instead of `-m console` (try a fix)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     r = run(args)

@@ -161,13 +161,15 @@ class TmuxConsole:
     """The real `dflash-console --hosts TOML` in a private tmux server (a real terminal, real rendering)."""
 
     def __init__(self, hosts_toml: Path, size: tuple[int, int] = (200, 60), extra: tuple[str, ...] = (),
-                 profile: str | None = None) -> None:
+                 profile: str | None = None, entry: str | None = None) -> None:
         self.sock = f"dfcbench{os.getpid()}-{int(time.monotonic() * 1000) % 100000}"
         self.hosts_toml = hosts_toml
         self.size = size
         self.extra = extra
         self.profile = profile
-        """Run the console under pyinstrument, writing its text report here on exit."""
+        """Run the console under pyinstrument, writing its report here on exit (.pyisession: a session)."""
+        self.entry = entry
+        """A Python script to run instead of `-m console` (to try a candidate fix side by side)."""
         self.pid = 0
 
     def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -176,7 +178,8 @@ class TmuxConsole:
     def start(self) -> TmuxConsole:
         prof = (f"-m pyinstrument {'-r session ' if self.profile.endswith('.pyisession') else ''}"
                 f"-o {self.profile} ") if self.profile else ""
-        cmd = " ".join([f"cd {ROOT} && TERM=xterm-256color exec {sys.executable} {prof}-m console "
+        target = self.entry if self.entry else "-m console"
+        cmd = " ".join([f"cd {ROOT} && TERM=xterm-256color exec {sys.executable} {prof}{target} "
                         f"--hosts {self.hosts_toml}", *self.extra])
         r = self.tmux("new-session", "-d", "-s", "c", "-x", str(self.size[0]), "-y", str(self.size[1]), cmd)
         if r.returncode:
@@ -213,7 +216,7 @@ class TmuxConsole:
 
     def stop(self) -> None:
         self.keys("q")
-        end = time.monotonic() + 10
+        end = time.monotonic() + (60 if self.profile else 10)  # a profile is written on exit
         while time.monotonic() < end and self.tmux("has-session", "-t", "c").returncode == 0:
             time.sleep(0.05)
         self.tmux("kill-server")
