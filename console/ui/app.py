@@ -140,14 +140,14 @@ class DflashApp(ActionsMixin, App[int]):
                 self.toast(Notice(self.now(), "info", f"{name} is ready", server=name, host=s.meta.host))
 
     def toast(self, n: Notice) -> None:
+        """Toast (and bell on errors); notices about external servers go to the activity panel only."""
         self.activity.append(n)
-        level = n.level
         srv = self.state.servers.get(n.server or "")
-        if srv is not None and not srv.meta.managed and level == "error":
-            level = "info"  # an external server ending is news, not an alarm: we did not start it
-        sev = {"info": "information", "warning": "warning", "error": "error"}[level]
-        self.notify(n.message, severity=sev, markup=False, timeout=8 if level == "error" else 4)
-        if level == "error" and self.bell_on_error:
+        if srv is not None and not srv.meta.managed:
+            return  # we did not start it: its comings and goings are news, not alarms
+        sev = {"info": "information", "warning": "warning", "error": "error"}[n.level]
+        self.notify(n.message, severity=sev, markup=False, timeout=8 if n.level == "error" else 4)
+        if n.level == "error" and self.bell_on_error:
             self.bell()
 
     def on_fleet_changed(self, _msg: FleetChanged) -> None:

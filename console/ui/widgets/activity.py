@@ -27,13 +27,14 @@ class ActivityLog(Static):
     def __init__(self, entries: deque[Notice], *, id: str | None = None) -> None:
         super().__init__(id=id, markup=False)
         self.entries = entries
-        self._shown = -1
+        self._shown: tuple[int, int, int] | None = None
 
     def sync(self) -> None:
         self.set_class(self.app.size.height < 40, "-hidden")
-        if len(self.entries) == self._shown and self._shown:
+        key = (id(self.entries[-1]) if self.entries else 0, len(self.entries), self.size.height)
+        if key == self._shown:
             return
-        self._shown = len(self.entries)
+        self._shown = key
         c = colours(self)
         room = max(1, self.size.height or 6)
         if not self.entries:
