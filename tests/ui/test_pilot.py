@@ -346,3 +346,21 @@ async def test_log_bytes_reach_view(make_app) -> None:  # type: ignore[no-untype
         await pilot.pause(0.3)
         view = app.screen.query_one(LogView)
         assert view.lines[-2:] and "hello [/foo] [bold" in view.lines[-2]
+
+
+async def test_activity_panel_and_external_notices(make_app) -> None:  # type: ignore[no-untyped-def]
+    from console.ui.widgets.activity import ActivityLog
+
+    api = FakeApi()
+    app = make_app(api)
+    toasts: list[str] = []
+    async with app.run_test(size=(120, 44)) as pilot:
+        app.notify = lambda message, **kw: toasts.append(message)  # type: ignore[method-assign]
+        api.emit(ServerGone("external@blackwell:30010", NOW, exit_status=1))
+        api.emit(Notice(NOW, "info", "host ct129 is back [/x]", host="ct129"))
+        await pilot.pause(0.6)
+        panel = app.screen.query_one(ActivityLog)
+        assert panel.display
+        text = str(panel.render())
+        assert "external@blackwell:30010 crashed" in text and "host ct129 is back [/x]" in text
+        assert toasts == ["host ct129 is back [/x]"]  # the external server's end is not a toast
