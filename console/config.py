@@ -212,6 +212,8 @@ def parse_fleet(raw: bytes | str, fname: str = "hosts.toml") -> Fleet:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         line, col, msg = _toml_error_position(str(e))
+        if line > text.count("\n") + 1:  # "at end of document": point at the last line, not line 10**9
+            line, col = text.rstrip("\n").count("\n") + 1, 1
         raise ConfigError([ConfigIssue(fname, line, col, "", f"TOML syntax error: {msg}")]) from None
     loc = TomlLocator(text)
     issues = _validate(data, fname, loc)
@@ -283,6 +285,8 @@ def _validate(data: dict[str, Any], fname: str, loc: TomlLocator) -> list[Config
             else:
                 got = err.get("input")
                 shown = type(got).__name__ if not isinstance(got, (str, int, float, bool)) else repr(got)
+                if len(shown) > 80:  # a huge value must not become a huge error line
+                    shown = f"{shown[:60]}… ({len(shown)} characters)"
                 add(path, f"{err['msg'].lower()} (got {shown})", at_value=True)
     issues.extend(_cross_checks(data, add))
     issues.sort(key=lambda i: (i.line, i.column))
