@@ -168,6 +168,13 @@ class ServerScreen(ServerKeys, Screen):
             f" · KV {'—' if log.token_usage is None else f'{log.token_usage * 100:.0f}%'}"
             f"{f' · VRAM {fmt.gib(srv.memory_mib)} GiB' if srv.memory_mib else ''} · {log.line_count} lines",
         )
+        notes = []
+        if not m.managed:
+            notes.append("external: not started by this console" + ("" if log.line_count else "; its log is not tailed"))
+        if srv.log_error:
+            notes.append(f"log: {fmt.clean(srv.log_error, 160)}")
+        if notes:
+            head = head + Content.styled("\n" + " · ".join(notes), c["external"] if not m.managed else c["gpu-warm"])
         self.query_one("#head", Static).update(head)
         diag = self.query_one("#diag", Static)
         d = log.diagnosis

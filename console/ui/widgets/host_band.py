@@ -102,7 +102,14 @@ class HostBand(Vertical):
             for p in self.panes():
                 p.remove()
             grid.mount_all([GpuPane(self.host, i) for i in indices])
-        self.query_one(".nogpu", Static).display = not indices
+        nogpu = self.query_one(".nogpu", Static)
+        nogpu.display = not indices
+        if not indices:
+            why = {"down": f"no data: host down ({fmt.clean(h.last_error or '?', 100)})",
+                   "connecting": "connecting…"}.get(h.conn, "waiting for nvidia-smi…")
+            if h.telemetry_error:
+                why = f"no GPU data: {fmt.clean(h.telemetry_error, 100)}"
+            nogpu.update(Content(why))
         self.reflow()
         self.query_one(HostHeader).sync()
         for p in self.panes():
