@@ -21,7 +21,7 @@ BENCHMARKS: list[tuple[str, list[str], list[str], int]] = [
     ("bench_demo_first_frame", ["--repeat", "3"], ["--repeat", "1"], 120),
     ("bench_log_latency", [], ["--lines", "30"], 90),
     ("bench_remote_cost", ["--seconds", "15"], ["--seconds", "8"], 120),
-    ("bench_console_cpu", ["--seconds", "60"], ["--seconds", "20"], 200),
+    ("bench_console_cpu", ["--seconds", "60"], ["--seconds", "20"], 240),
     ("bench_keypress", [], ["--presses", "4", "--seconds", "15"], 150),
 ]
 
