@@ -23,6 +23,18 @@ def focus(host: str, gpu: int):  # type: ignore[no-untyped-def]
     return run
 
 
+async def settle_log(pilot, done) -> None:  # type: ignore[no-untyped-def]
+    """Waits (bounded) until the log view has its lines and has scrolled where it should, so load can't race it."""
+    from console.ui.widgets.log_view import LogView
+
+    for _ in range(100):
+        await pilot.pause(0.05)
+        views = pilot.app.screen.query(LogView)
+        if views and views.first().rows and done(views.first()):
+            break
+    await pilot.pause(0.1)
+
+
 def test_fleet_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
     assert snap_compare(app_for(), terminal_size=(80, 24))
 
@@ -47,7 +59,7 @@ def test_server_screen_serving(snap_compare) -> None:  # type: ignore[no-untyped
     async def run(pilot) -> None:  # type: ignore[no-untyped-def]
         await focus("ct129", 0)(pilot)
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await settle_log(pilot, lambda v: v.max_scroll_y > 0 and v.scroll_y == v.max_scroll_y)
 
     assert snap_compare(app_for(), terminal_size=(140, 40), run_before=run)
 
@@ -56,7 +68,7 @@ def test_server_screen_crashed_narrow(snap_compare) -> None:  # type: ignore[no-
     async def run(pilot) -> None:  # type: ignore[no-untyped-def]
         await focus("blackwell", 1)(pilot)
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await settle_log(pilot, lambda v: v.cursor_row is not None)
 
     assert snap_compare(app_for(), terminal_size=(80, 24), run_before=run)
 
