@@ -364,3 +364,21 @@ async def test_activity_panel_and_external_notices(make_app) -> None:  # type: i
         text = str(panel.render())
         assert "external@blackwell:30010 crashed" in text and "host ct129 is back [/x]" in text
         assert toasts == ["host ct129 is back [/x]"]  # the external server's end is not a toast
+
+
+async def test_search_escape_closes_box_not_screen(make_app) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_server(SERVING)
+        await pilot.pause(0.2)
+        await pilot.press("slash", *"uvicorn")
+        await pilot.pause()
+        view = app.screen.query_one(LogView)
+        assert len(view.matches) == 1
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, ServerScreen)
+        assert not app.screen.query_one("#search").has_class("-show") and view.has_focus
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, FleetScreen)
