@@ -247,11 +247,19 @@ async def _start(ctl: FleetController, plan: LaunchPlan) -> tuple[bool, str]:
     link = ctl.links[r.host]
     remember_secrets(plan.argv, plan.env)
     try:
-        res = await link.run(plan.command, timeout=30)
+        # the host's clock right after the fork: a process sample taken later must show the pid
+        res = await link.run(f"{plan.command}; date +%s.%N", timeout=30)
     except TransportError as e:
         ctl.emit([ServerAction(r.name, time.time(), "launch", False, str(e))])
         return False, str(e)
-    pid_s = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
+    out = res.stdout.split()
+    pid_s = out[0] if out else ""
+    remote_t: float | None = None
+    if len(out) > 1:
+        try:
+            remote_t = float(out[1])
+        except ValueError:
+            remote_t = None
     if not res.ok or not pid_s.isdigit():
         msg = f"{r.host}: `{mask(plan.command)}` failed (exit {res.exit_status}): {mask(res.stderr.strip()[-300:])}"
         ctl.emit([ServerAction(r.name, time.time(), "launch", False, msg)])
@@ -263,7 +271,7 @@ async def _start(ctl: FleetController, plan: LaunchPlan) -> tuple[bool, str]:
         log_path=plan.log_path, argv=tuple(mask_argv(plan.argv)), env=tuple(sorted(mask_env(plan.env).items())),
         started_at=now, command=mask(plan.command), launch_id=f"{pid}-{int(now * 1000)}", bind=plan.bind,
     )
-    ctl.note_launched(meta)
+    ctl.note_launched(meta, remote_t)
     ctl.emit([ServerSeen(meta, now), ServerAction(r.name, now, "launch", True, f"pid {pid}, log {plan.log_path}")])
     await _write_meta(ctl, meta)
     return True, f"launched {r.name} (pid {pid})"

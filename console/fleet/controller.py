@@ -42,8 +42,9 @@ from console.transport import make_transport
 from console.transport.base import CommandHook, Transport, TransportError
 
 TransportFactory = Callable[[str, Host, CommandHook | None], Transport]
-LAUNCH_GRACE_S = 2.0
-"""A just-launched server missing from a process sample taken this soon is not yet called dead."""
+LAUNCH_GRACE_S = 0.05
+"""A process sample must have started this long after a launch returned its pid to call the server dead
+(the pid exists from `echo $!` on, so any later sample sees it while it lives)."""
 TAIL_AFTER_GONE_S = 30.0
 HEALTH_EVERY_S = 1.0
 HEALTH_READY_EVERY_S = 5.0
@@ -65,6 +66,7 @@ class FleetController:
         self.links: dict[str, HostLink] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._launched_at: dict[str, float] = {}
+        self._launched_remote: dict[str, float] = {}
         self._apps: dict[str, list[ComputeApp]] = {}
         self._discovered: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
@@ -163,8 +165,12 @@ class FleetController:
     def host_lock(self, host: str) -> asyncio.Lock:
         return self._locks.setdefault(host, asyncio.Lock())
 
-    def note_launched(self, meta: ServerMeta) -> None:
+    def note_launched(self, meta: ServerMeta, remote_time: float | None = None) -> None:
         self._launched_at[meta.name] = time.time()
+        if remote_time is not None:
+            self._launched_remote[meta.name] = remote_time
+        else:
+            self._launched_remote.pop(meta.name, None)
         link = self.links.get(meta.host)
         if link is not None and meta.log_path:
             link.tail(meta.name, meta.log_path, 0)
@@ -240,12 +246,19 @@ class FleetController:
         for s in managed:
             if s.meta.sid in sids or s.meta.pid in pids:
                 continue
-            if at - self._launched_at.get(s.name, 0) < LAUNCH_GRACE_S:
+            if not self._sampled_after_launch(s.name, frame, at):
                 continue
             events.append(ServerGone(s.name, at))
         if host in self._discovered:
             events.extend(self._externals(host, frame, apps, at, {s.meta.sid for s in managed}))
         self.emit(events)
+
+    def _sampled_after_launch(self, name: str, frame: ProcFrame, at: float) -> bool:
+        """Was this ps taken after the launch forked? By the host's clock when both are known, else by ours."""
+        remote = self._launched_remote.get(name)
+        if remote is not None and frame.remote_time is not None:
+            return frame.remote_time > remote
+        return (frame.sampled_at or at) - self._launched_at.get(name, 0) >= LAUNCH_GRACE_S
 
     def _externals(self, host: str, frame: ProcFrame, apps: list[ComputeApp], at: float,
                    managed_sids: set[int | None]) -> list[Event]:

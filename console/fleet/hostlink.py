@@ -28,7 +28,7 @@ from console.fleet.events import (
     LogError,
     TelemetryError,
 )
-from console.fleet.logtail import Chunk, FrameReader, Truncated, tail_command
+from console.fleet.logtail import Chunk, FrameReader, Missing, Truncated, tail_command
 from console.fleet.monitor import ProcFrame, ProcFrameParser, proc_loop_command
 from console.gpu import nvsmi
 from console.transport.base import CommandHook, CommandResult, HostKeyError, RemoteStream, Transport, TransportError
@@ -331,7 +331,7 @@ class HostLink:
                     if data is None:
                         break
                     self._last_frame = time.monotonic()
-                    for frame in parser.feed(data):
+                    for frame in parser.feed(data, time.time()):
                         if self.on_frame is not None:
                             self.on_frame(self, frame, time.time())
             finally:
@@ -374,7 +374,7 @@ class HostLink:
                 changed.cancel()
                 await self._shut(stream, pump)
 
-    def _on_tail(self, specs: list[TailSpec], items: list[Chunk | Truncated | str]) -> None:
+    def _on_tail(self, specs: list[TailSpec], items: list[Chunk | Truncated | Missing | str]) -> None:
         events: list[Event] = []
         now = time.time()
         for it in items:
@@ -383,6 +383,10 @@ class HostLink:
             spec = specs[it.index]
             if self._tails.get(spec.server) is not spec:
                 continue  # the server moved on to a new log file
+            if isinstance(it, Missing):
+                events.append(LogError(spec.server, now, f"log file {spec.path} is missing on {self.name} "
+                                                         "(deleted or unreadable); the server may still be running"))
+                continue
             if isinstance(it, Truncated):
                 spec.offset = 0
                 events.append(LogError(spec.server, now, f"{spec.path} was truncated to {it.size} bytes"))

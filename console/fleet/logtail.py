@@ -4,7 +4,7 @@ The loop prints framed chunks `==> IDX OFFSET LEN` followed by exactly LEN raw b
 console knows the offset of every byte it has: after a reconnect (or a relaunch adding a file) it
 restarts the loop from those offsets, and no line is lost or repeated. An idle loop prints
 `==> hb` each second; when the channel is closed, that write kills it (signals do not reach
-root sessions, a closed pipe does).
+root sessions, a closed pipe does). A file that disappears is reported once: `==> IDX G`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,11 @@ while :; do
   while [ $i -lt $n ]; do
     s=$(($1)); shift
     eval "p=\\$p_$i; o=\\$o_$i"
-    if [ "$s" -ge 0 ]; then
+    if [ "$s" -lt 0 ]; then
+      eval "g=\\${{g_$i:-0}}"
+      if [ "$g" = 0 ]; then echo "==> $i G"; eval "g_$i=1"; fi
+    else
+      eval "g_$i=0"
       if [ "$s" -lt "$o" ]; then echo "==> $i T $s"; o=0; fi
       if [ "$s" -gt "$o" ]; then
         c=$((s - o)); [ "$c" -gt {MAX_FRAME} ] && c={MAX_FRAME}
@@ -60,6 +64,13 @@ class Chunk:
 
 
 @dataclass(frozen=True)
+class Missing:
+    """The file is gone or unreadable (said once, until it is back)."""
+
+    index: int
+
+
+@dataclass(frozen=True)
 class Truncated:
     index: int
     size: int
@@ -74,8 +85,8 @@ class FrameReader:
         self._cur: tuple[int, int] | None = None
         self._got: list[bytes] = []
 
-    def feed(self, data: bytes) -> list[Chunk | Truncated | str]:
-        out: list[Chunk | Truncated | str] = []
+    def feed(self, data: bytes) -> list[Chunk | Truncated | Missing | str]:
+        out: list[Chunk | Truncated | Missing | str] = []
         buf = self._buf + data
         pos = 0
         while pos < len(buf):
@@ -99,6 +110,8 @@ class FrameReader:
                 continue  # noise outside a frame (never expected)
             if parts[1] == "hb":
                 out.append("hb")
+            elif len(parts) == 3 and parts[2] == "G" and parts[1].isdigit():
+                out.append(Missing(int(parts[1])))
             elif len(parts) == 4 and parts[2] == "T" and parts[1].isdigit() and parts[3].isdigit():
                 out.append(Truncated(int(parts[1]), int(parts[3])))
             elif len(parts) == 4 and all(p.isdigit() for p in parts[1:]):

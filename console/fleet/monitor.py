@@ -27,7 +27,7 @@ def proc_loop_command(interval_s: float = 1.0, apps_every: int = 3) -> str:
 T=; command -v timeout >/dev/null 2>&1 && T="timeout 3"
 i=0; skip=0
 while :; do
-  echo "==> ps $(date +%s)"
+  echo "==> ps $(date +%s.%N)"
   ps -ww -eo pid=,ppid=,sid=,args= 2>/dev/null | awk '{{l[NR]=$0; s[NR]=$3; if ($0 ~ /{SGLANG_RE}/) k[$3]=1}} END {{for (j=1;j<=NR;j++) if (s[j] in k) print l[j]}}'
   if [ "$skip" -gt 0 ]; then skip=$((skip-1)); elif [ $((i % {apps_every})) -eq 0 ]; then
     echo "==> apps"
@@ -65,7 +65,10 @@ class ProcFrame:
     apps: list[ComputeApp] | None = None
     """None when this iteration did not query apps."""
     apps_error: str | None = None
-    remote_time: int | None = None
+    remote_time: float | None = None
+    """The host's clock when ps ran (`date +%s.%N`); None where date cannot print that."""
+    sampled_at: float | None = None
+    """Local time the frame's `==> ps` header arrived: ps ran after this (so after any launch before it)."""
 
 
 @dataclass
@@ -76,9 +79,10 @@ class ProcFrameParser:
     _section: str | None = None
     _lines: dict[str, list[str]] = field(default_factory=dict)
     _rc: int | None = None
-    _rtime: int | None = None
+    _rtime: float | None = None
+    _t_ps: float | None = None
 
-    def feed(self, data: bytes) -> list[ProcFrame]:
+    def feed(self, data: bytes, now: float | None = None) -> list[ProcFrame]:
         buf = self._partial + data.decode("utf-8", "replace")
         lines = buf.split("\n")
         self._partial = lines.pop()
@@ -88,8 +92,8 @@ class ProcFrameParser:
                 head = ln[4:].split()
                 tag = head[0] if head else ""
                 if tag == "ps":
-                    self._lines, self._rc = {"ps": []}, None
-                    self._rtime = int(head[1]) if len(head) > 1 and head[1].isdigit() else None
+                    self._lines, self._rc, self._t_ps = {"ps": []}, None, now
+                    self._rtime = _float(head[1]) if len(head) > 1 else None
                     self._section = "ps"
                 elif tag == "apps":
                     self._lines["apps"] = []
@@ -110,7 +114,7 @@ class ProcFrameParser:
     def _frame(self) -> ProcFrame | None:
         if "ps" not in self._lines:
             return None
-        f = ProcFrame(parse_ps("\n".join(self._lines["ps"])), remote_time=self._rtime)
+        f = ProcFrame(parse_ps("\n".join(self._lines["ps"])), remote_time=self._rtime, sampled_at=self._t_ps)
         if "apps" in self._lines:
             text = "\n".join(self._lines["apps"])
             err = nvsmi.error_text(text)
@@ -125,6 +129,13 @@ class ProcFrameParser:
                     f.apps_error = f"nvidia-smi printed garbage: {e}"
         self._lines = {}
         return f
+
+
+def _float(v: str) -> float | None:
+    try:
+        return float(v)
+    except ValueError:
+        return None
 
 
 # -- external servers (ps) ----------------------------------------------------------------------

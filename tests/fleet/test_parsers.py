@@ -43,12 +43,12 @@ def test_tail_script_resumes_at_offsets(tmp_path):
 
 
 def test_proc_frames():
-    text = (b"==> ps 1700000000\n  100     1   100 python -m sglang.launch_server --port 30000\n"
+    text = (b"==> ps 1700000000.25\n  100     1   100 python -m sglang.launch_server --port 30000\n"
             b"  101   100   100 sglang::scheduler_TP0\n==> apps\n101, GPU-a, python, 3000\n==> rc 0\n==> end\n"
             b"==> ps 1700000001\n==> end\n==> ps 1700000002\n==> apps\nsh: nvidia-smi: not found\n==> rc 127\n==> end\n")
     p = ProcFrameParser()
     f1, f2, f3 = p.feed(text[:50]) + p.feed(text[50:])
-    assert [x.pid for x in f1.procs] == [100, 101] and f1.apps[0].used_mib == 3000 and f1.remote_time == 1700000000
+    assert [x.pid for x in f1.procs] == [100, 101] and f1.apps[0].used_mib == 3000 and f1.remote_time == 1700000000.25
     assert f2.procs == [] and f2.apps is None
     assert f3.apps is None and "not found" in f3.apps_error
 
