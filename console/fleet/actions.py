@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 GPU_BUSY_MIB = 1024
 """A GPU using more than this (with no compute app listed) is not free."""
+LOG_DISK_MIN_KIB = 64 * 1024
+"""Below this much free space in the log dir a launch is refused (the server could not even log its crash)."""
+LOG_DISK_WARN_KIB = 1024 * 1024
 STOP_DRAIN_S = 30.0
 STOP_KILL_WAIT_S = 10.0
 GPU_RELEASE_WAIT_S = 20.0
@@ -51,9 +54,15 @@ class HostFacts:
     model_present: bool | None = None
     model_config: dict | None = None
     metas: list[ServerMeta] = field(default_factory=list)
+    log_free_kib: int | None = None
+    log_mount: str = ""
 
 
-def facts_command(fleet_host: Host, model: str) -> str:
+def facts_command(fleet_host: Host, model: str, log_dir: str | None = None) -> str:
+    """One remote command printing every fact the pre-checks need, in `==> NAME` sections."""
+    ld = shell_path(log_dir or fleet_host.effective_log_dir)
+    disk = (f'd={ld}; while [ ! -d "$d" ] && [ "$d" != / ] && [ "$d" != . ]; do d=$(dirname "$d"); done; '
+            'df -Pk "$d" 2>/dev/null | tail -n 1')
     gpu_q = shlex.join(["nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv,noheader,nounits"])
     m = shell_path(model)
     return "; ".join([
@@ -62,6 +71,7 @@ def facts_command(fleet_host: Host, model: str) -> str:
         'echo "==> ps"', "ps -ww -eo pid=,ppid=,sid=,args=",
         'echo "==> ports"', "(ss -ltnpH 2>/dev/null || ss -ltnH 2>/dev/null || echo '==> noports')",
         'echo "==> model"', f"if [ -e {m} ]; then echo present; head -c 300000 {m}/config.json 2>/dev/null; else echo missing; fi",
+        'echo "==> disk"', disk,
         'echo "==> metas"', discovery.list_command(fleet_host).split('; echo "==> ps"')[0],
         'echo "==> end"',
     ])
@@ -111,6 +121,9 @@ def parse_facts(text: str, host_name: str) -> HostFacts:
                 f.model_config = json.loads("\n".join(model[1:]))
             except ValueError:
                 f.model_config = None
+    disk = [ln.split() for ln in sections.get("disk", []) if ln.strip()]
+    if disk and len(disk[-1]) >= 6 and disk[-1][3].isdigit():
+        f.log_free_kib, f.log_mount = int(disk[-1][3]), disk[-1][5]
     f.metas, _ = discovery.parse_listing("\n".join(sections.get("metas", [])), host_name)
     return f
 
@@ -173,9 +186,16 @@ def run_checks(ctl: FleetController, preset_name: str, plans: list[LaunchPlan], 
             checks.append(PreCheck("port free", False, f"port {r.port} on {host} is in use by {who}"))
         elif not f.ports_known:
             checks.append(PreCheck("port free", False, f"cannot list listening ports on {host} (no ss)", blocking=False))
+    if f.log_free_kib is not None and f.log_free_kib < LOG_DISK_MIN_KIB:
+        checks.append(PreCheck("log disk", False, f"no space for the server log on {host}: "
+                               f"{f.log_free_kib // 1024} MiB free on {f.log_mount} (log dir "
+                               f"{plans[0].log_path.rsplit('/', 1)[0] if plans else '?'}; disk full?)"))
+    elif f.log_free_kib is not None and f.log_free_kib < LOG_DISK_WARN_KIB:
+        checks.append(PreCheck("log disk", False, f"only {f.log_free_kib // 1024} MiB free for logs on {host} "
+                               f"({f.log_mount})", blocking=False))
     if f.model_present is False:
         checks.append(PreCheck("model present", False, f"model path {preset.model} does not exist on {host}"))
-    if not any(not c.ok for c in checks):
+    if not any(not c.ok and c.blocking for c in checks):
         checks.append(PreCheck("pre-checks", True, f"GPUs {', '.join(','.join(map(str, p.replica.gpus)) for p in plans)}"
                                f" free, port(s) {', '.join(str(p.replica.port) for p in plans)} free, model present"))
     return checks
@@ -194,7 +214,8 @@ async def preview(ctl: FleetController, preset_name: str, gpus: list[int] | None
     plans = [p for p in plan_launch(ctl.fleet, preset_name, new_stamp(), gpus) if only in (None, p.replica.name)]
     link = ctl.links[preset.host]
     try:
-        r = await link.run(facts_command(ctl.fleet.hosts[preset.host], preset.model), timeout=30)
+        log_dir = plans[0].log_path.rsplit("/", 1)[0] if plans and "/" in plans[0].log_path else None
+        r = await link.run(facts_command(ctl.fleet.hosts[preset.host], preset.model, log_dir), timeout=30)
     except TransportError as e:
         return LaunchPreview(preset_name, plans, lint_preset(ctl.fleet, preset_name),
                              [PreCheck("host reachable", False, str(e))])
