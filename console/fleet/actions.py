@@ -1,27 +1,23 @@
 """Server lifecycle on a host: pre-checks, detached launch + meta.json, wait-ready, stop, restart.
 
-Pre-checks are one remote command (GPUs, compute apps, ps, listening ports, model path, the
-host's meta.json records), so a refusal names the owner of a busy GPU or port from fresh data.
+Pre-checks (console.fleet.prechecks) are one remote command of fresh facts, so a refusal names
+the owner of a busy GPU or port as it is now.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
-import re
 import shlex
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from console import __version__
-from console.config import Host
 from console.fleet import discovery
 from console.fleet.api import ActionOutcome, LaunchPreview, PreCheck
-from console.fleet.events import ComputeApp, ProcInfo, ServerAction, ServerMeta, ServerSeen
+from console.fleet.events import ServerAction, ServerMeta, ServerSeen
 from console.fleet.journal import mask, mask_argv, mask_env, remember_secrets
-from console.fleet.monitor import parse_ps
+from console.fleet.prechecks import GPU_BUSY_MIB, facts_command, parse_facts, run_checks
 from console.gpu import nvsmi
 from console.sglang.command import LaunchPlan, plan_launch, shell_path
 from console.sglang.lint import lint_preset
@@ -30,175 +26,9 @@ from console.transport.base import TransportError
 if TYPE_CHECKING:
     from console.fleet.controller import FleetController
 
-GPU_BUSY_MIB = 1024
-"""A GPU using more than this (with no compute app listed) is not free."""
-LOG_DISK_MIN_KIB = 64 * 1024
-"""Below this much free space in the log dir a launch is refused (the server could not even log its crash)."""
-LOG_DISK_WARN_KIB = 1024 * 1024
 STOP_DRAIN_S = 30.0
 STOP_KILL_WAIT_S = 10.0
 GPU_RELEASE_WAIT_S = 20.0
-
-
-@dataclass
-class HostFacts:
-    """Fresh facts for the pre-checks, from one remote command."""
-
-    gpus: list[tuple[int, str, int | None]] = field(default_factory=list)
-    gpu_error: str | None = None
-    apps: list[ComputeApp] = field(default_factory=list)
-    procs: list[ProcInfo] = field(default_factory=list)
-    listen: dict[int, int | None] = field(default_factory=dict)
-    """Listening TCP port -> owning pid (when ss shows it)."""
-    ports_known: bool = True
-    model_present: bool | None = None
-    model_config: dict | None = None
-    metas: list[ServerMeta] = field(default_factory=list)
-    log_free_kib: int | None = None
-    log_mount: str = ""
-
-
-def facts_command(fleet_host: Host, model: str, log_dir: str | None = None) -> str:
-    """One remote command printing every fact the pre-checks need, in `==> NAME` sections."""
-    ld = shell_path(log_dir or fleet_host.effective_log_dir)
-    disk = (f'd={ld}; while [ ! -d "$d" ] && [ "$d" != / ] && [ "$d" != . ]; do d=$(dirname "$d"); done; '
-            'df -Pk "$d" 2>/dev/null | tail -n 1')
-    gpu_q = shlex.join(["nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv,noheader,nounits"])
-    m = shell_path(model)
-    return "; ".join([
-        'echo "==> gpus"', f"{gpu_q} 2>&1",
-        'echo "==> apps"', f"{nvsmi.query_apps_command()} 2>&1",
-        'echo "==> ps"', "ps -ww -eo pid=,ppid=,sid=,args=",
-        'echo "==> ports"', "(ss -ltnpH 2>/dev/null || ss -ltnH 2>/dev/null || echo '==> noports')",
-        'echo "==> model"', f"if [ -e {m} ]; then echo present; head -c 300000 {m}/config.json 2>/dev/null; else echo missing; fi",
-        'echo "==> disk"', disk,
-        'echo "==> metas"', discovery.list_command(fleet_host).split('; echo "==> ps"')[0],
-        'echo "==> end"',
-    ])
-
-
-def parse_facts(text: str, host_name: str) -> HostFacts:
-    sections: dict[str, list[str]] = {}
-    cur = None
-    f = HostFacts()
-    for ln in text.splitlines():
-        if ln.startswith("==> ") and not (cur == "metas" and ln.strip() in ("==> meta", "==> hist")):
-            cur = ln[4:].strip()
-            if cur == "noports":
-                f.ports_known = False
-                cur = "ports"
-            sections.setdefault(cur, [])
-            continue
-        if cur is not None:
-            sections[cur].append(ln)
-    gtext = "\n".join(sections.get("gpus", []))
-    try:
-        f.gpus = [(r.index, r.uuid, r.memory_used_mib)
-                  for r in nvsmi.parse_gpu_csv(gtext, ("index", "uuid", "memory.used"))]
-    except nvsmi.NvsmiParseError:
-        f.gpu_error = nvsmi.error_text(gtext) or (gtext.strip()[:200] or "no output")
-    if not f.gpus and f.gpu_error is None:
-        f.gpu_error = nvsmi.error_text(gtext) or "nvidia-smi listed no GPUs"
-    try:
-        f.apps = nvsmi.parse_apps_csv("\n".join(sections.get("apps", [])))
-    except nvsmi.NvsmiParseError:
-        f.apps = []
-    f.procs = parse_ps("\n".join(sections.get("ps", [])))
-    for ln in sections.get("ports", []):
-        toks = ln.split()
-        local = next((t for t in toks[3:5] if ":" in t), None) if len(toks) >= 4 else None
-        if local is None:
-            continue
-        port_s = local.rsplit(":", 1)[-1]
-        if port_s.isdigit():
-            pm = re.search(r"pid=(\d+)", ln)
-            f.listen[int(port_s)] = int(pm.group(1)) if pm else f.listen.get(int(port_s))
-    model = sections.get("model", [])
-    if model:
-        f.model_present = model[0].strip() == "present"
-        if f.model_present and len(model) > 1:
-            try:
-                f.model_config = json.loads("\n".join(model[1:]))
-            except ValueError:
-                f.model_config = None
-    disk = [ln.split() for ln in sections.get("disk", []) if ln.strip()]
-    if disk and len(disk[-1]) >= 6 and disk[-1][3].isdigit():
-        f.log_free_kib, f.log_mount = int(disk[-1][3]), disk[-1][5]
-    f.metas, _ = discovery.parse_listing("\n".join(sections.get("metas", [])), host_name)
-    return f
-
-
-def describe_pid(ctl: FleetController, host: str, pid: int, procs: list[ProcInfo]) -> str:
-    """`pid 4242 `python -m sglang...` (preset qwen36-gen)` — who holds a GPU or port."""
-    by_pid = {p.pid: p for p in procs}
-    p = by_pid.get(pid)
-    args = mask(p.args) if p else "?"
-    if len(args) > 90:
-        args = args[:87] + "..."
-    owner = ""
-    sid = p.sid if p else None
-    for s in ctl.state.servers_on(host):
-        if s.alive and (s.meta.pid == pid or (sid is not None and s.meta.sid == sid)):
-            owner = f" (preset {s.meta.preset})" if s.meta.preset else f" ({s.name})"
-            break
-    return f"pid {pid} `{args}`{owner}"
-
-
-def run_checks(ctl: FleetController, preset_name: str, plans: list[LaunchPlan], f: HostFacts) -> list[PreCheck]:
-    preset = ctl.fleet.presets[preset_name]
-    host = preset.host
-    checks: list[PreCheck] = []
-    live_metas = [m for m in f.metas if discovery.is_alive(m, f.procs)]
-    live = {s.name: s.meta for s in ctl.state.servers_on(host) if s.alive and s.meta.managed}
-    for m in live_metas:
-        live.setdefault(m.name, m)
-    uuid_of = {i: u for i, u, _ in f.gpus}
-    used_of = {i: used for i, _, used in f.gpus}
-    for plan in plans:
-        r = plan.replica
-        dup = live.get(r.name)
-        if dup is not None:
-            checks.append(PreCheck("not running", False, f"{r.name} is already running (pid {dup.pid}); "
-                                   f"stop it first or use restart"))
-            continue
-        overlap = [m for m in live.values() if set(m.gpus) & set(r.gpus)]
-        for m in overlap:
-            checks.append(PreCheck("gpus free", False, f"GPU {','.join(map(str, sorted(set(m.gpus) & set(r.gpus))))} "
-                                   f"is used by {m.name} (pid {m.pid}, preset {m.preset})"))
-        if f.gpu_error:
-            checks.append(PreCheck("gpus free", False, f"cannot check GPUs on {host}: {f.gpu_error}"))
-        else:
-            for g in r.gpus:
-                if g not in uuid_of:
-                    checks.append(PreCheck("gpus free", False, f"GPU {g} does not exist on {host} "
-                                           f"(it has {', '.join(map(str, sorted(uuid_of))) or 'none'})"))
-                    continue
-                apps = [a for a in f.apps if a.gpu_uuid == uuid_of[g]]
-                if apps:
-                    who = "; ".join(describe_pid(ctl, host, a.pid, f.procs) for a in apps[:3])
-                    checks.append(PreCheck("gpus free", False, f"GPU {g} is used by {who}"))
-                elif (used_of.get(g) or 0) > GPU_BUSY_MIB:
-                    checks.append(PreCheck("gpus free", False, f"GPU {g} has {used_of[g]} MiB in use "
-                                           f"(> {GPU_BUSY_MIB} MiB) by no listed process"))
-        if r.port in f.listen:
-            pid = f.listen[r.port]
-            who = describe_pid(ctl, host, pid, f.procs) if pid else "another process"
-            checks.append(PreCheck("port free", False, f"port {r.port} on {host} is in use by {who}"))
-        elif not f.ports_known:
-            checks.append(PreCheck("port free", False, f"cannot list listening ports on {host} (no ss)", blocking=False))
-    if f.log_free_kib is not None and f.log_free_kib < LOG_DISK_MIN_KIB:
-        checks.append(PreCheck("log disk", False, f"no space for the server log on {host}: "
-                               f"{f.log_free_kib // 1024} MiB free on {f.log_mount} (log dir "
-                               f"{plans[0].log_path.rsplit('/', 1)[0] if plans else '?'}; disk full?)"))
-    elif f.log_free_kib is not None and f.log_free_kib < LOG_DISK_WARN_KIB:
-        checks.append(PreCheck("log disk", False, f"only {f.log_free_kib // 1024} MiB free for logs on {host} "
-                               f"({f.log_mount})", blocking=False))
-    if f.model_present is False:
-        checks.append(PreCheck("model present", False, f"model path {preset.model} does not exist on {host}"))
-    if not any(not c.ok and c.blocking for c in checks):
-        checks.append(PreCheck("pre-checks", True, f"GPUs {', '.join(','.join(map(str, p.replica.gpus)) for p in plans)}"
-                               f" free, port(s) {', '.join(str(p.replica.port) for p in plans)} free, model present"))
-    return checks
 
 
 def new_stamp() -> str:

@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from console.fleet import discovery, journal
-from console.fleet.actions import parse_facts
 from console.fleet.events import ProcInfo, ServerMeta
 from console.fleet.logtail import Chunk, FrameReader, Truncated, tail_command
 from console.fleet.monitor import ProcFrameParser, external_meta, parse_ps, sglang_mains
+from console.fleet.prechecks import parse_facts
 
 
 @given(st.lists(st.binary(max_size=40), max_size=6), st.integers(1, 7))
