@@ -17,8 +17,11 @@ import time
 from benchmarks.common import Result
 from benchmarks.harness import (
     TmuxConsole,
+    contention,
+    cpu_by_command,
     cpu_seconds,
     launch_all,
+    machine_busy,
     presets_toml,
     rss_mib,
     server_log_paths,
@@ -61,7 +64,9 @@ def run(args: argparse.Namespace) -> Result:
             settle = con.settle(max_s=45, window_s=3)
             writer = start_writer(paths, args.rate, args.seconds + 2, cpu=1)
             time.sleep(1.0)
+            before = (cpu_by_command(), machine_busy())
             busy = window(con.pid, args.seconds)
+            box = contention(before, args.seconds)
             written = int((writer.communicate(timeout=30)[0] or "0").split()[0]) * len(paths)
             idle = window(con.pid, min(15.0, args.seconds / 2))
             rss, hwm = rss_mib(con.pid)
@@ -71,7 +76,7 @@ def run(args: argparse.Namespace) -> Result:
               "window (s)": args.seconds, "start-up settle windows (%)": settle,
               "console CPU after the logging stopped (% of a core)": round(idle, 1),
               "console CPU with logging (% of a core)": round(busy, 1), "lines written": written,
-              "console RSS / peak (MiB)": (round(rss), round(hwm))}
+              "console RSS / peak (MiB)": (round(rss), round(hwm)), "machine during logging": box}
     return Result("2 console CPU, 8x8 GPUs, 16 servers x 50 lines/s", f"{busy:.1f}% of one core",
                   "<= 10% of one core", busy <= TARGET_PCT, detail)
 

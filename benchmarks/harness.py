@@ -220,3 +220,43 @@ class TmuxConsole:
         while time.monotonic() < end and self.tmux("has-session", "-t", "c").returncode == 0:
             time.sleep(0.05)
         self.tmux("kill-server")
+
+
+def cpu_by_command() -> dict[str, float]:
+    """CPU seconds used so far by every live process, summed by command name (for contention reports)."""
+    out: dict[str, float] = {}
+    tck = os.sysconf("SC_CLK_TCK")
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        comm = raw[raw.index("(") + 1: raw.rindex(")")]
+        f = raw.rsplit(")", 1)[1].split()
+        out[comm] = out.get(comm, 0.0) + (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / tck
+    return out
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of the whole machine from /proc/stat."""
+    f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = f[3] + f[4]
+    return float(sum(f) - idle), float(sum(f))
+
+
+def contention(before: tuple[dict[str, float], tuple[float, float]], seconds: float, top: int = 6) -> dict[str, object]:
+    """Machine CPU use since `before` (cpu_by_command(), machine_busy()) and the biggest consumers (% of a core).
+
+    Short-lived processes are counted through their parents' cumulative child time (cutime/cstime).
+    """
+    b_cmd, (b_busy, b_tot) = before
+    now_cmd = cpu_by_command()
+    busy, tot = machine_busy()
+    ncpu = os.cpu_count() or 1
+    used = {k: v - b_cmd.get(k, 0.0) for k, v in now_cmd.items()}
+    best = sorted(used.items(), key=lambda kv: -kv[1])[:top]
+    return {"machine busy (% of all cores)": round(100 * (busy - b_busy) / max(tot - b_tot, 1), 1),
+            "cores": ncpu,
+            "top consumers (% of a core)": {k: round(100 * v / seconds, 1) for k, v in best if v > 0}}
