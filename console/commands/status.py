@@ -60,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
                                                       for h in ctl.state.hosts.values()):
             await asyncio.sleep(0.1)
         await asyncio.sleep(0.3)  # one process sample joins GPUs to servers
+        deadline = time.monotonic() + 3.0  # and one /health round confirms each live server's phase
+        while time.monotonic() < deadline and not all(s.health_at for s in ctl.state.servers.values() if s.alive):
+            await asyncio.sleep(0.1)
         while True:
             doc = status_doc(ctl.state)
             if args.json:
