@@ -1,12 +1,15 @@
 """BenchScreen (`b`): a concurrency sweep on the selected server with a progress bar per level, then the table.
 
-Self-contained: it needs only a FleetApi and a server name; the sweep runs as an async worker on the
-app's loop through `console.sglang.bench`, is saved to bench.jsonl and compared with the preset's
+Self-contained: it needs only a FleetApi and a server name. The target is resolved on the app's loop
+(the tunnel lives there); the sweep itself (`console.sglang.bench`) runs on its own loop in a thread so
+rendering never skews its timings. Each run is saved to bench.jsonl and compared with the preset's
 previous run. Install with `install(app)` (sets `app.bench_runner`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -21,7 +24,7 @@ from textual.screen import Screen
 from textual.widgets import Label, ProgressBar, Static
 
 from console.commands.bench import BenchTarget, target_from_state
-from console.sglang.bench import BenchSpec, LoadGenerator, append_record, load_records, make_record
+from console.sglang.bench import BenchSpec, LoadGenerator, SweepResult, append_record, load_records, make_record
 from console.sglang.benchstats import LevelResult, compare_levels, default_num_prompts, levels_of, previous_record
 
 
@@ -75,6 +78,8 @@ class BenchScreen(Screen[list[LevelResult] | None]):
         self.error: str | None = None
         self.comparison: list[str] = []
         self.running = False
+        self._stop = threading.Event()
+        """Set to end a sweep's thread (closing the screen, or the sweep finished)."""
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -115,20 +120,41 @@ class BenchScreen(Screen[list[LevelResult] | None]):
     @work(exclusive=True, exit_on_error=False, group="bench")
     async def _sweep(self) -> None:
         self.error = None
+        self._stop.clear()
         try:
             target = await self._target()
             title = f"bench {target.server}" + (f" on {target.gpu_model}" if target.gpu_model else "")
             self.query_one("#bench-title", Static).update(Text(title))
             self._status(f"warming up {target.url} …")
             spec = replace(self.spec, url=target.url or "", api_key=target.api_key)
-            async with LoadGenerator(spec) as g:
-                res = await g.sweep(self._progress, self._level_done)
+            res = await asyncio.to_thread(self._run_in_thread, spec, asyncio.get_running_loop())
             self._finish(target, res.levels, res.server_info, res.model, res.fixed_output_len)
         except Exception as e:  # shown on the screen, never a crash of the app
             self.error = f"{type(e).__name__}: {e}"
             self._status(f"bench failed: {self.error}")
         finally:
+            self._stop.set()
             self.running = False
+
+    def _run_in_thread(self, spec: BenchSpec, loop: asyncio.AbstractEventLoop) -> SweepResult:
+        """The sweep on its own event loop in a thread, so UI work never delays the timestamps it takes."""
+
+        def progress(c: int, done: int, total: int) -> None:
+            loop.call_soon_threadsafe(self._progress, c, done, total)
+
+        def level(lv: LevelResult) -> None:
+            loop.call_soon_threadsafe(self._level_done, lv)
+
+        async def main() -> SweepResult:
+            async with LoadGenerator(spec) as g:
+                task = asyncio.create_task(g.sweep(progress, level))
+                while not task.done():
+                    if self._stop.is_set():
+                        task.cancel()
+                    await asyncio.wait({task}, timeout=0.2)
+                return task.result()
+
+        return asyncio.run(main())
 
     def _level_done(self, lv: LevelResult) -> None:
         self.levels.append(lv)
@@ -157,6 +183,7 @@ class BenchScreen(Screen[list[LevelResult] | None]):
         self.start()
 
     def action_close(self) -> None:
+        self._stop.set()
         self.workers.cancel_group(self, "bench")
         self.dismiss(self.levels or None)
 
