@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 from textual.app import App
 from textual.widgets import ProgressBar, Static
 
-from benchmarks.fakesse import FakeSSEServer
+from benchmarks.fakesse import FakeOptions, FakeSSEServer
 from console.config import parse_fleet
 from console.fleet.events import GpuReading, ServerMeta
 from console.fleet.state import FleetState, GpuState, ServerState
@@ -108,3 +109,22 @@ async def test_unknown_server_shows_error(fake: FakeSSEServer) -> None:
         screen = await _sweep(app, pilot, "nope")
         assert screen.error and "not running" in screen.error
         assert "bench failed" in str(screen.query_one("#bench-status", Static).render())
+
+
+async def test_closing_mid_sweep_stops_the_generator_thread() -> None:
+    srv = FakeSSEServer(FakeOptions(tokens_per_s=50)).start()
+    try:
+        app = Host(FakeApi(srv.url))
+        async with app.run_test() as pilot:
+            app.push_screen(BenchScreen(app.api, "p@h:gpu0", concurrency=(4,), output_len=200, save=False))
+            await pilot.pause(0.6)
+            screen = app.screen
+            assert isinstance(screen, BenchScreen) and screen.running
+            await pilot.press("escape")
+            await pilot.pause(0.8)
+            seen = srv.requests
+            await asyncio.sleep(0.5)
+            assert srv.requests == seen  # no new requests once closed
+            assert not isinstance(app.screen, BenchScreen) and screen._stop.is_set()
+    finally:
+        srv.stop()
