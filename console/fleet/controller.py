@@ -269,7 +269,10 @@ class FleetController:
             if p.sid in managed_sids or any(s.meta.pid == p.pid for s in self.state.servers_on(host)
                                             if s.meta.managed):
                 continue
-            meta = external_meta(host, p, gpus_of_session(p.sid, frame.procs, apps, uuid_index))
+            gpus = gpus_of_session(p.sid, frame.procs, apps, uuid_index)
+            if not gpus and self._shares_process_table(host):
+                continue  # another local host's server: only the GPUs it holds tell them apart
+            meta = external_meta(host, p, gpus)
             seen.add(meta.name)
             cur = self.state.servers.get(meta.name)
             if cur is None or cur.meta.launch_id != meta.launch_id or cur.meta.gpus != meta.gpus or not cur.alive:
@@ -278,6 +281,12 @@ class FleetController:
             if not s.meta.managed and s.alive and s.name not in seen:
                 out.append(ServerGone(s.name, at))
         return out
+
+    def _shares_process_table(self, host: str) -> bool:
+        """Several `local` hosts (the demo, sim fleets) see one machine's `ps`; ssh hosts see their own."""
+        if self.fleet.hosts[host].transport != "local":
+            return False
+        return sum(h.transport == "local" for h in self.fleet.hosts.values()) > 1
 
     async def _health_loop(self, host: str) -> None:
         """/health for every live server of a host, one request at a time (one forward channel)."""
