@@ -1,0 +1,124 @@
+"""An `--api-key` in a preset (and the key SGLang echoes in its log and `/server_info`) never reaches the
+screen (every screen's rendered text, the whole log paged through), the journal, or files the console writes."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from console.ui.app import DflashApp
+from console.ui.screens.launch import LaunchScreen
+from console.ui.screens.server import ServerScreen
+from console.ui.widgets.log_view import LogView
+from tests.faults import results
+from tests.faults.simfleet import build_sim_fleet, controller, preset_toml, wait_for
+from tests.hostile.test_text import _strips
+
+API_KEY = "sk-dfc-7Hq2Zx9Lm4PwQ3"
+HF_TOKEN = "hf_dfcSecretToken42xy"
+KNOWN_GAPS = {"launch preview"}
+"""Recorded as failed trials; asserted by the strict xfail below until fixed."""
+
+
+def screen_text(app: DflashApp) -> str:
+    return "\n".join("".join(t for t, _ in segs) for _, _, segs in _strips(app))
+
+
+async def _page_log(app: DflashApp, pilot) -> str:  # type: ignore[no-untyped-def]
+    """Every line of the server screen's log view, as rendered, top to bottom."""
+    view = app.screen.query_one(LogView)
+    seen = []
+    view.scroll_to(y=0, animate=False)
+    await pilot.pause(0.1)
+    for _ in range(400):
+        seen.append(screen_text(app))
+        if view.scroll_y >= view.max_scroll_y:
+            break
+        view.scroll_to(y=view.scroll_y + max(1, view.size.height - 1), animate=False)
+        await pilot.pause(0.02)
+    return "\n".join(seen)
+
+
+async def test_api_key_never_shown_journaled_or_written(ssh_host_factory, sim_root: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    t0 = time.monotonic()
+    monkeypatch.setenv("DFC_TEST_API_KEY", API_KEY)
+    sf = build_sim_fleet(ssh_host_factory, sim_root, ["sec"])
+    h = sf.hosts["sec"]
+    preset = preset_toml("keyed", h, port=30700, args=f'["--api-key", "{API_KEY}", "--enable-metrics"]',
+                         env=f'{{ HF_TOKEN = "{HF_TOKEN}" }}', extra='api_key_env = "DFC_TEST_API_KEY"\n')
+    fleet = sf.fleet(preset)
+    journal = tmp_path / "journal.jsonl"
+    ctl = controller(fleet, journal)
+    app = DflashApp(ctl)
+    texts: dict[str, str] = {}
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert await ctl.wait_hosts(15)
+        out = await ctl.launch("keyed", wait=True)
+        assert out.ok, out.message
+        name = out.servers[0]
+        log_on_disk = Path(ctl.state.servers[name].meta.log_path or "").read_text()
+        assert API_KEY in log_on_disk, "the sim server must echo the key (else this test checks nothing)"
+        await pilot.pause(1.0)
+        texts["fleet screen"] = screen_text(app)
+        app.request_probe(name)  # health, /model_info, /server_info, a short generation
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.3)
+        probe_ok = app.last_probe is not None and app.last_probe.ok
+        texts["probe"] = screen_text(app) + repr(app.last_probe)
+        app.open_server(name)
+        await wait_for(lambda: isinstance(app.screen, ServerScreen), 5, "server screen")
+        await pilot.pause(0.3)
+        texts["server screen: log"] = await _page_log(app, pilot)
+        await pilot.press("i")
+        await pilot.pause(0.2)
+        texts["server screen: info"] = screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        app.open_launch("sec", [0])
+        await wait_for(lambda: isinstance(app.screen, LaunchScreen), 5, "launch screen")
+        await pilot.press("enter")
+        await wait_for(lambda: getattr(app.screen, "preview", None) is not None, 15, "launch preview")
+        await pilot.pause(0.2)
+        texts["launch preview"] = screen_text(app)
+        await pilot.press("escape", "escape")
+        await ctl.stop_server(name)
+    await ctl.close()
+    texts["journal"] = journal.read_text() if journal.exists() else ""
+    texts["remote meta/history"] = h.ssh.exec(f"cat {h.dir}/run/servers/*/* 2>/dev/null").stdout
+    local = [p for d in (tmp_path / "state", tmp_path / "config") if d.exists() for p in d.rglob("*") if p.is_file()]
+    texts["console state/config files"] = "\n".join(p.read_text(errors="replace") for p in local)
+    checks = {where: API_KEY not in t and HF_TOKEN not in t for where, t in texts.items()}
+    checks["journal is not empty (so it was checked)"] = "command" in texts["journal"]
+    checks["probe answered (with the key)"] = probe_ok
+    for i, (where, ok) in enumerate(checks.items()):
+        results.record("hostile", f"secrets: none in {where}", 0, ok, time.monotonic() - t0 if i == 0 else 0.0,
+                       "" if ok else _around(texts.get(where, ""), (API_KEY, HF_TOKEN)))
+    bad = {w: _around(texts.get(w, ""), (API_KEY, HF_TOKEN)) for w, ok in checks.items()
+           if not ok and w not in KNOWN_GAPS}
+    assert not bad, bad
+
+
+def _around(text: str, needles: tuple[str, ...]) -> str:
+    for n in needles:
+        i = text.find(n)
+        if i >= 0:
+            return text[max(0, i - 120): i + 40]
+    return text[-200:]
+
+
+@pytest.mark.xfail(strict=True, reason="console/ui/screens/launch.py preview_content prints fmt.clean(plan.command) "
+                   "without journal.mask(), so the launch preview shows `--api-key VALUE` in the clear")
+def test_launch_preview_masks_the_api_key() -> None:
+    from console.config import parse_fleet
+    from console.fleet.api import LaunchPreview
+    from console.sglang.command import plan_launch
+    from console.ui.screens.launch import preview_content
+
+    fleet = parse_fleet(f'[hosts.h]\ntransport = "local"\n[presets.p]\nhost = "h"\ngpus = [0]\nmodel = "/m"\n'
+                        f'args = ["--api-key", "{API_KEY}"]\nenv = {{ HF_TOKEN = "{HF_TOKEN}" }}\n')
+    text = str(preview_content(LaunchPreview("p", plan_launch(fleet, "p", "s")), None))
+    assert "--api-key" in text
+    assert API_KEY not in text and HF_TOKEN not in text
