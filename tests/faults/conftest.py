@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.faults import results
-from tests.faults.simfleet import isolate_env, scratch_root
+from tests.faults.simfleet import free_index, isolate_env, scratch_root
 
 # the sshhosts fixtures are registered by the top-level conftest.py (pytest refuses nested pytest_plugins)
 
@@ -17,6 +17,19 @@ from tests.faults.simfleet import isolate_env, scratch_root
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     isolate_env(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def ssh_host_factory(ssh_host_factory, ssh_test_net):  # type: ignore[no-untyped-def]
+    """The fixtures' factory, but reusing the address index of hosts already torn down: the test network has
+    20 addresses per run and the plain factory never hands one out twice (a whole-suite run needs more)."""
+
+    def make(name, hostdir=None, *, kind="sshd", index=None):  # type: ignore[no-untyped-def]
+        if kind == "sshd" and index is None:
+            index = free_index(ssh_test_net)
+        return ssh_host_factory(name, hostdir, kind=kind, index=index)
+
+    return make
 
 
 @pytest.fixture
