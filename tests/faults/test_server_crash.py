@@ -23,9 +23,6 @@ CASES = [
     ("kv", "nccl", ("nccl",)), ("serving", "cuda-assert", ("assert",)), ("capture", "sigkill", ()),
     ("serving", "rank-sigkill", ()),
 ]
-SIM_PHASE_SHOWN = {"init": ("launching",), "weights": ("loading_weights", "launching"), "kv": ("kv_cache", "loading_weights"),
-                   "capture": ("cuda_graph", "kv_cache"), "serving": ("ready", "serving", "warming")}
-
 
 CRASH_TEXT = (b"Traceback (most recent call last)", b"SIGQUIT received", b"Received sigquit")
 
@@ -74,7 +71,8 @@ async def _one(ctl: FleetController, h: SimHost, preset: str, port: int, name: s
     figs: dict[str, float] = {}
     ok, detail = True, ""
     try:
-        h.crash(port, kind, phase)
+        if phase != "serving":
+            h.crash(port, kind, phase)  # held by the sim until it reaches that startup phase
         if first:
             out = await actions.launch(ctl, preset)
         else:
@@ -83,6 +81,10 @@ async def _one(ctl: FleetController, h: SimHost, preset: str, port: int, name: s
         assert out.ok, f"(re)launch failed: {out.message}"
         name = out.servers[0]
         s = ctl.state.servers[name]
+        if phase == "serving":  # really serving: ready in the log and /health 200, then the crash
+            ready = await ctl.wait_ready(name, 30)
+            assert ready.ok, ready.message
+            h.crash(port, kind)
         clock = CrashClock(port, Path(s.meta.log_path or ""))
         clock.start()
         try:
