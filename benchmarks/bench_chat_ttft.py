@@ -5,7 +5,8 @@ Two servers, requests alternating between the two clients:
   (first byte, spawn excluded) is exactly its TTFT: this is the headline, median console − median curl;
 - a sim SGLang server (role chunk first, as SGLang sends it): curl's first content line as seen by a
   reader, spawn included, for context.
-The console client is measured reused (one connection) and fresh per request (a new AsyncClient).
+The console client is measured reused (one connection), fresh (a new client, construction not timed),
+and as the UI's ChatBackend calls it (a new SGLangClient per message, construction timed).
 Target: <= +3 ms median.
 """
 
@@ -72,13 +73,18 @@ async def console_ttft(client: object, max_tokens: int) -> float:
 async def side_by_side(url: str, n: int, max_tokens: int, curl_fn) -> dict[str, list[float]]:
     from console.sglang.client import SGLangClient
 
-    res: dict[str, list[float]] = {"console reused": [], "console fresh": [], "curl": []}
+    res: dict[str, list[float]] = {"console reused": [], "console fresh": [], "console as the UI calls it": [],
+                                   "curl": []}
     async with SGLangClient(url, timeout=30) as reused:
         await console_ttft(reused, max_tokens)  # warm the connection
         for _ in range(n):
             res["console reused"].append(await console_ttft(reused, max_tokens))
             async with SGLangClient(url, timeout=30) as fresh:
                 res["console fresh"].append(await console_ttft(fresh, max_tokens))
+            t0 = time.perf_counter()  # the UI's ChatBackend builds a new SGLangClient for every message
+            async with SGLangClient(url, timeout=30) as ui:
+                built = time.perf_counter() - t0
+                res["console as the UI calls it"].append(built + await console_ttft(ui, max_tokens))
             res["curl"].append(await asyncio.to_thread(curl_fn, url, max_tokens))
     return res
 
@@ -100,9 +106,14 @@ def run(args: argparse.Namespace) -> Result:
     med = {k: percentile(v, 50) or 0.0 for k, v in fake.items()}
     delta = (med["console reused"] - med["curl"]) * 1000
     delta_fresh = (med["console fresh"] - med["curl"]) * 1000
-    detail["median delta fresh client vs curl (ms)"] = round(delta_fresh, 2)
-    return Result("5 chat TTFT vs curl -N", f"{delta:+.2f} ms median (reused client; fresh {delta_fresh:+.2f} ms)",
-                  "<= +3 ms median", delta <= TARGET_MS and delta_fresh <= TARGET_MS, detail, note)
+    delta_ui = (med["console as the UI calls it"] - med["curl"]) * 1000
+    detail["median delta vs curl (ms)"] = {"reused client": round(delta, 2), "fresh client": round(delta_fresh, 2),
+                                           "fresh client incl. construction (UI path)": round(delta_ui, 2)}
+    if delta_ui > TARGET_MS:
+        note = (note + "; " if note else "") + ("the UI path builds an SGLangClient (an httpx.AsyncClient, whose default "
+                                                "SSL context loads the CA bundle) per message: see the report")
+    return Result("5 chat TTFT vs curl -N", f"{delta:+.2f} ms median reused client; UI path {delta_ui:+.1f} ms",
+                  "<= +3 ms median", delta <= TARGET_MS and delta_ui <= TARGET_MS, detail, note)
 
 
 def main(argv: list[str] | None = None) -> int:
