@@ -10,6 +10,7 @@ import pytest
 
 from tests.faults import results
 from tests.faults.simfleet import free_index, isolate_env, scratch_root
+from tests.fixtures.sshhosts import SshTestHost, TestHostNet, UnreachableTestHost
 
 # the sshhosts fixtures are registered by the top-level conftest.py (pytest refuses nested pytest_plugins)
 
@@ -20,16 +21,21 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def ssh_host_factory(ssh_host_factory, ssh_test_net):  # type: ignore[no-untyped-def]
-    """The fixtures' factory, but reusing the address index of hosts already torn down: the test network has
-    20 addresses per run and the plain factory never hands one out twice (a whole-suite run needs more)."""
+def ssh_host_factory(ssh_test_net: TestHostNet):  # type: ignore[no-untyped-def]
+    """As the fixtures' factory, but reusing the address index of hosts already torn down: the test network
+    has 20 addresses per run and the plain factory never hands one out twice (a whole-suite run needs more)."""
+    made: list[SshTestHost] = []
 
     def make(name, hostdir=None, *, kind="sshd", index=None):  # type: ignore[no-untyped-def]
-        if kind == "sshd" and index is None:
-            index = free_index(ssh_test_net)
-        return ssh_host_factory(name, hostdir, kind=kind, index=index)
+        if kind != "sshd":
+            return UnreachableTestHost(ssh_test_net, name, kind)
+        h = SshTestHost(ssh_test_net, name, hostdir, free_index(ssh_test_net) if index is None else index)
+        made.append(h)
+        return h
 
-    return make
+    yield make
+    for h in made:
+        h.teardown()
 
 
 @pytest.fixture

@@ -86,6 +86,12 @@ async def _trial(h: SimHost, hosts_toml: Path, preset: str, when: str, i: int) -
             again = await actions.launch(ctl, preset)
             assert not again.ok, f"second launch was not refused: {again.message}"
             assert "already running" in again.message or "is used by" in again.message, again.message
+            if i < 2:  # and through the real CLI, as a person would try it
+                cli = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "console", "--hosts",
+                                                               str(hosts_toml), "launch", preset], cwd=REPO,
+                                              capture_output=True, text=True, timeout=60)
+                assert cli.returncode == 1 and "already running" in cli.stderr + cli.stdout, (cli.returncode,
+                                                                                              cli.stderr[-300:])
             assert _sglang_mains(h) == pids, f"server processes now {_sglang_mains(h)}, were {pids}"
             figs["refuse_s"] = time.monotonic() - killed_at - figs["reattach_s"]
             t_stop = time.monotonic()

@@ -3,6 +3,8 @@ screen (every screen's rendered text, the whole log paged through), the journal,
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from console.ui.screens.launch import LaunchScreen
 from console.ui.screens.server import ServerScreen
 from console.ui.widgets.log_view import LogView
 from tests.faults import results
-from tests.faults.simfleet import build_sim_fleet, controller, preset_toml, wait_for
+from tests.faults.simfleet import REPO, build_sim_fleet, controller, preset_toml, wait_for
 from tests.hostile.test_text import _strips
 
 API_KEY = "sk-dfc-7Hq2Zx9Lm4PwQ3"
@@ -86,6 +88,10 @@ async def test_api_key_never_shown_journaled_or_written(ssh_host_factory, sim_ro
         await pilot.press("escape", "escape")
         await ctl.stop_server(name)
     await ctl.close()
+    dry = subprocess.run([sys.executable, "-m", "console", "--hosts", str(sf.toml(preset)), "launch", "keyed",
+                          "--dry-run"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    texts["CLI `launch --dry-run` output"] = dry.stdout + dry.stderr
+    checks_cli = "--api-key" in dry.stdout
     texts["journal"] = journal.read_text() if journal.exists() else ""
     texts["remote meta/history"] = h.ssh.exec(f"cat {h.dir}/run/servers/*/* 2>/dev/null").stdout
     local = [p for d in (tmp_path / "state", tmp_path / "config") if d.exists() for p in d.rglob("*") if p.is_file()]
@@ -93,6 +99,7 @@ async def test_api_key_never_shown_journaled_or_written(ssh_host_factory, sim_ro
     checks = {where: API_KEY not in t and HF_TOKEN not in t for where, t in texts.items()}
     checks["journal is not empty (so it was checked)"] = "command" in texts["journal"]
     checks["probe answered (with the key)"] = probe_ok
+    checks["CLI dry-run printed the command (so it was checked)"] = checks_cli
     for i, (where, ok) in enumerate(checks.items()):
         results.record("hostile", f"secrets: none in {where}", 0, ok, time.monotonic() - t0 if i == 0 else 0.0,
                        "" if ok else _around(texts.get(where, ""), (API_KEY, HF_TOKEN)))
