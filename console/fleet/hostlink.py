@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from console.config import Host
+from console.fleet.agent import agent_procs_command, agent_tail_command
 from console.fleet.events import (
     Event,
     GpuSample,
@@ -108,6 +109,8 @@ class HostLink:
         self._closers: set[asyncio.Task[None]] = set()
         self._last_frame = 0.0
         self._closing = False
+        self.use_agent = True
+        """Run the process loop and tails in the host's Python (spawn-free); False after it failed to start."""
         path = host.env.get("PATH")
         self._prefix = f"PATH={shlex.quote(path)}; export PATH; " if path else ""
         """A host env PATH (sim hosts, odd installs) also applies to the console's own commands."""
@@ -315,12 +318,15 @@ class HostLink:
     # -- process loop (also the watchdog) -------------------------------------------------------
     async def _procs(self) -> None:
         while self.transport.connected:
+            agent = self.use_agent
+            cmd = agent_procs_command(self.host.python) if agent else proc_loop_command()
             try:
-                stream, q, pump = await self._open(proc_loop_command())
+                stream, q, pump = await self._open(cmd)
             except TransportError as e:
                 await self._link_dead(str(e))
                 return
             parser = ProcFrameParser()
+            got, t0 = False, time.monotonic()
             try:
                 while True:
                     try:
@@ -329,7 +335,10 @@ class HostLink:
                         await self._link_dead(f"no answer from {self.name} for {self.watchdog_s:g} s")
                         return
                     if data is None:
+                        if agent and not got:
+                            self._agent_failed(t0)
                         break
+                    got = True
                     self._last_frame = time.monotonic()
                     for frame in parser.feed(data, time.time()):
                         if self.on_frame is not None:
@@ -337,6 +346,12 @@ class HostLink:
             finally:
                 await self._shut(stream, pump)
             await asyncio.sleep(1)
+
+    def _agent_failed(self, started: float) -> None:
+        """The host's Python could not run the agent (no such interpreter?): use the sh loops."""
+        if self.use_agent and self.transport.connected and time.monotonic() - started < 5:
+            self.use_agent = False
+            self.last_error = f"{self.host.python} could not run the monitor agent; using sh loops"
 
     # -- log tails ----------------------------------------------------------------------------
     async def _tail_loop(self) -> None:
@@ -346,14 +361,18 @@ class HostLink:
             if not specs:
                 await self._tail_changed.wait()
                 continue
+            files = [(t.path, t.offset) for t in specs]
+            agent = self.use_agent
             try:
-                stream, q, pump = await self._open(tail_command([(t.path, t.offset) for t in specs]))
+                stream, q, pump = await self._open(agent_tail_command(self.host.python, files) if agent
+                                                   else tail_command(files))
             except TransportError as e:
                 for t in specs:
                     self.emit([LogError(t.server, time.time(), str(e))])
                 await asyncio.sleep(2)
                 continue
             reader = FrameReader()
+            got, t0 = False, time.monotonic()
             changed = asyncio.create_task(self._tail_changed.wait())
             try:
                 while not changed.done():
@@ -367,8 +386,11 @@ class HostLink:
                         continue
                     data = get.result()
                     if data is None:
+                        if agent and not got:
+                            self._agent_failed(t0)
                         await asyncio.sleep(1)
                         break
+                    got = True
                     self._on_tail(specs, reader.feed(data))
             finally:
                 changed.cancel()
