@@ -17,7 +17,7 @@ COMMANDS = ("status", "launch", "stop", "restart", "probe", "logs", "trust", "jo
             "diagnose", "check", "bench", "sim")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(with_commands: bool = True) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="dflash-console",
         description="A terminal console for SGLang GPU fleets. Without a command it opens the TUI.",
@@ -27,6 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--demo", action="store_true", help="open on a temporary simulated fleet (no real hosts)")
     ap.add_argument("--read-only", action="store_true", help="hide and refuse every mutating action")
     ap.add_argument("--theme", metavar="NAME", help="UI theme (themes/ or the user themes folder)")
+    if not with_commands:  # the TUI: no need to import every subcommand (asyncssh alone is 0.4 s)
+        ap.set_defaults(command=None)
+        return ap
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
@@ -40,7 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    tui_only = not any(w in COMMANDS or w in ("-h", "--help") for w in words)
+    ap = build_parser(with_commands=not tui_only)
     args = ap.parse_args(argv)
     try:
         if args.command is None:

@@ -23,6 +23,9 @@ from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
 from console.ui.messages import FleetChanged
 from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
 
+SYNC_MIN_S = 0.1
+"""Screens repaint from state at most 10 times a second, however many event batches arrive."""
+
 ApiFactory = Callable[[], Awaitable[FleetApi]]
 
 
@@ -59,6 +62,8 @@ class DflashApp(ActionsMixin, App[int]):
         self.status_line = "" if api is not None else "connecting…"
         self._empty = FleetState()
         self._phases: dict[str, str] = {}
+        self._last_sync = 0.0
+        self._sync_pending = False
         self.activity: deque[Notice] = deque(maxlen=200)
         """Every notice toasted, for the fleet screen's activity panel."""
         loaded = load_themes()
@@ -151,6 +156,17 @@ class DflashApp(ActionsMixin, App[int]):
             self.bell()
 
     def on_fleet_changed(self, _msg: FleetChanged) -> None:
+        """Repaint at most every SYNC_MIN_S: a log flood sends hundreds of batches a second."""
+        now = time.monotonic()
+        wait = self._last_sync + SYNC_MIN_S - now
+        if wait <= 0:
+            self._sync_screens()
+        elif not self._sync_pending:
+            self._sync_pending = True
+            self.set_timer(wait, self._deferred_sync)
+
+    def _deferred_sync(self) -> None:
+        self._sync_pending = False
         self._sync_screens()
 
     def _tick(self) -> None:
@@ -158,6 +174,7 @@ class DflashApp(ActionsMixin, App[int]):
         self._sync_screens()
 
     def _sync_screens(self) -> None:
+        self._last_sync = time.monotonic()
         if self._exit_renderables or not self.is_running:
             return
         for screen in self.screen_stack:

@@ -11,6 +11,7 @@ from textual.widgets import Footer, Static
 
 from console.fleet.state import ServerState
 from console.ui.actions import MUTATING
+from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.widgets.activity import ActivityLog
 from console.ui.widgets.gpu_pane import GpuPane
 from console.ui.widgets.host_band import HostBand
@@ -128,7 +129,7 @@ class FleetScreen(ServerKeys, Screen):
             panes = list(self.query(GpuPane))
             if panes and not isinstance(self.focused, GpuPane):
                 panes[0].focus()
-        self.refresh_bindings()
+        refresh_bindings_if_changed(self)
 
     def _sync_topbar(self) -> None:
         app = self.app

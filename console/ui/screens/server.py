@@ -18,6 +18,7 @@ from textual.widgets import Footer, Input, Static
 from console.config import user_state_dir
 from console.fleet.state import ServerState
 from console.ui import format as fmt
+from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.logsearch import find_traceback
 from console.ui.screens.fleet import ServerKeys
 from console.ui.widgets.gpu_pane import colours, phase_style, progress_text, server_label
@@ -199,7 +200,7 @@ class ServerScreen(ServerKeys, Screen):
         if m.log_path:
             facts.append(f"log: {fmt.clean(m.log_path)}")
         self.query_one("#facts", Static).update(Content("\n".join(facts) or "—"))
-        self.refresh_bindings()
+        refresh_bindings_if_changed(self)
 
     # -- actions -------------------------------------------------------------------------
     def action_back(self) -> None:
