@@ -55,7 +55,7 @@ REQUIRED = [i for i, k in KEYED if k in ("host", "model", "gpus")]
 # values no coercion can rescue, per key
 WRONG: dict[str, list[str]] = {
     "poll_ms": ['"fast"', "5", "[1]"], "bell": ['"maybe"', "[true]"], "address": ["[1, 2]", "{ a = 1 }"],
-    "port": ['"twenty"', "[22]", "0", "70000", "-1", "9223372036854775807"], "user": ["42", "[\"a\"]"],
+    "port": ['"twenty"', "[0]", "0", "70000", "-1", "9223372036854775807"], "user": ["42", "[\"a\"]"],
     "transport": ['"telnet"', "1"], "python": ["3.11", "false"], "http": ['"udp"', "[]"], "env": ['"x"', "[1]"],
     "host": ['"nosuchhost"', "7"], "gpus": ['"0,1"', "[-1]", "[]", "0", '["a"]'], "tp": ['"two"', "0", "3"],
     "model": ["5", "[]"], "ready_timeout": ["-1", '"soon"'], "args": ['"--x"', "[1, 2]"],
