@@ -32,7 +32,7 @@ def run_suites(suites: list[str], scale: str | None, out: Path) -> tuple[int, fl
     if scale:
         env["DFLASH_FAULT_TRIALS"] = scale
     t0 = time.monotonic()
-    rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=12",
                           *[f"tests/{s}" for s in suites]], cwd=ROOT, env=env)
     return rc, time.monotonic() - t0
 

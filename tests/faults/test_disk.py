@@ -57,7 +57,7 @@ async def _full_disk_launch(ssh_host_factory, sim_root: Path, n: int) -> list[di
 
 async def test_full_log_disk_launch_fails_cleanly(ssh_host_factory, sim_root: Path) -> None:
     """A launch onto a full log disk fails (no hang, no exception) and the host keeps updating."""
-    outs = await _full_disk_launch(ssh_host_factory, sim_root, trials(3))
+    outs = await _full_disk_launch(ssh_host_factory, sim_root, trials(2))
     for o in outs:
         clear = any(w in str(o["shown"]) for w in NOSPACE_WORDS)
         results.record("faults", "log disk full at launch: fails cleanly, host keeps updating", int(o["i"]),  # type: ignore[call-overload]

@@ -179,7 +179,7 @@ def test_marked_payloads_take_no_style_on_any_screen() -> None:
 _N = {"n": 0}
 
 
-@settings(max_examples=trials(6), deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+@settings(max_examples=trials(4), deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(lines=st.lists(st.lists(st.sampled_from([*FRAGMENTS, "a", " ", "MARKA"]), max_size=12).map("".join),
                       max_size=12),
