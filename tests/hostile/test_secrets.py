@@ -3,13 +3,16 @@ screen (every screen's rendered text, the whole log paged through), the journal,
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
+from console.sglang.client import SGLangClient
 from console.ui.app import DflashApp
 from console.ui.screens.launch import LaunchScreen
 from console.ui.screens.server import ServerScreen
@@ -65,6 +68,15 @@ async def test_api_key_never_shown_journaled_or_written(ssh_host_factory, sim_ro
         assert API_KEY in log_on_disk, "the sim server must echo the key (else this test checks nothing)"
         await pilot.pause(1.0)
         texts["fleet screen"] = screen_text(app)
+        url = await ctl.server_url(name)
+        async with httpx.AsyncClient(trust_env=False) as http:
+            raw = (await http.get(url + "/server_info", headers={"Authorization": f"Bearer {API_KEY}"})).text
+        info_exposes_key = API_KEY in raw
+        client = SGLangClient(url, api_key_env="DFC_TEST_API_KEY")
+        try:
+            texts["/server_info as the console reads it"] = json.dumps(await client.server_info())
+        finally:
+            await client.aclose()
         app.request_probe(name)  # health, /model_info, /server_info, a short generation
         await app.workers.wait_for_complete()
         await pilot.pause(0.3)
@@ -99,6 +111,7 @@ async def test_api_key_never_shown_journaled_or_written(ssh_host_factory, sim_ro
     checks = {where: API_KEY not in t and HF_TOKEN not in t for where, t in texts.items()}
     checks["journal is not empty (so it was checked)"] = "command" in texts["journal"]
     checks["probe answered (with the key)"] = probe_ok
+    checks["/server_info does carry the key (so redaction was checked)"] = info_exposes_key
     checks["CLI dry-run printed the command (so it was checked)"] = checks_cli
     for i, (where, ok) in enumerate(checks.items()):
         results.record("hostile", f"secrets: none in {where}", 0, ok, time.monotonic() - t0 if i == 0 else 0.0,
