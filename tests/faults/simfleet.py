@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,6 +181,3 @@ def isolate_env(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.setenv("DFLASH_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
 
-
-def iter_lines(text: str) -> Iterator[str]:
-    yield from text.splitlines()
