@@ -91,9 +91,28 @@ def host_dirs(dir: str | os.PathLike[str]) -> list[Path]:
     return sorted(p.parent for p in Path(dir).glob("*/spec.json"))
 
 
+def _pids_mentioning(root: Path) -> list[int]:
+    """Processes whose command line names a path inside the sim dir: servers still starting hold no
+    VRAM yet, so the state files alone miss them (and a server main process holds none itself)."""
+    marker = str(root).encode() + b"/"
+    me = os.getpid()
+    out = []
+    for d in Path("/proc").iterdir() if Path("/proc/self").exists() else ():
+        if not d.name.isdigit() or int(d.name) == me:
+            continue
+        try:
+            cl = (d / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker in cl and (b"sglang" in cl or b"console.sim" in cl):  # sim servers, ranks, hogs; not a console
+            out.append(int(d.name))
+    return out
+
+
 def sim_down(dir: str | os.PathLike[str], timeout: float = 5.0) -> int:
     """Stop every live sim process recorded in the hosts' state files (SIGTERM, then SIGKILL)."""
-    pids = [int(e["pid"]) for h in host_dirs(dir) for e in state.snapshot(h).values()]
+    pids = sorted({int(e["pid"]) for h in host_dirs(dir) for e in state.snapshot(h).values()}
+                  | set(_pids_mentioning(Path(dir).resolve())))
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:
