@@ -86,6 +86,8 @@ async def _trial(h: SimHost, hosts_toml: Path, preset: str, when: str, i: int) -
             again = await actions.launch(ctl, preset)
             assert not again.ok, f"second launch was not refused: {again.message}"
             assert "already running" in again.message or "is used by" in again.message, again.message
+            other = await actions.launch(ctl, f"{preset}-other")
+            assert not other.ok and "GPU 0" in other.message, f"another preset onto the busy GPU: {other.message}"
             if i < 2:  # and through the real CLI, as a person would try it
                 cli = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "console", "--hosts",
                                                                str(hosts_toml), "launch", preset], cwd=REPO,
@@ -142,6 +144,7 @@ async def test_console_sigkill_during_startup_and_serving(ssh_host_factory, sim_
     for j, name in enumerate(names):
         env = f'{{ DFLASH_SIM_TIME_SCALE = "{SLOW_SCALE}" }}' if name.startswith("ks") else "{}"
         presets += preset_toml(f"p{j}", sf.hosts[name], port=30200 + j, env=env)
+        presets += preset_toml(f"p{j}-other", sf.hosts[name], port=30250 + j)  # same GPU, another preset
     hosts_toml = sf.toml(presets)
     split = [list(range(0, n, 2)), list(range(1, n, 2))]
     fails = await asyncio.gather(
