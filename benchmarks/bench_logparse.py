@@ -11,7 +11,7 @@ from pathlib import Path
 
 from console.sglang.logparse import LogParser
 
-SAMPLES = Path("/work/shared/samples/sglang-logs")
+SAMPLES = (Path(__file__).resolve().parents[2] / "shared" / "samples" / "sglang-logs") if (Path(__file__).resolve().parents[2] / "shared").is_dir() else Path("/work/shared/samples/sglang-logs")
 
 
 def corpus(min_lines: int) -> tuple[bytes, int]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from console.gpu import nvsmi
+from tests.shared_samples import SAMPLES as _ROOT
 
-SAMPLES = Path("/work/shared/samples/nvidia-smi")
+SAMPLES = _ROOT / "nvidia-smi"
 H200 = SAMPLES / "h200-real"
 needs_samples = pytest.mark.skipif(not SAMPLES.exists(), reason="shared samples not present")
 

@@ -16,8 +16,10 @@ from console.config import Fleet, load_fleet
 from console.sglang.command import plan_launch
 from console.sim.fleet import sim_down, sim_up
 from console.sim.state import proc_start_ticks
+from tests.shared_samples import SAMPLES
 
-SAMPLES = Path("/work/shared/samples")
+__all__ = ["SAMPLES"]
+
 SCALE = 0.02
 
 
