@@ -326,6 +326,12 @@ def diagnose(summary: LogSummary, process: ProcessFacts | None = None) -> Diagno
                              last)
     if process is not None and process.signal_number == 9 and not process.stop_requested and not excs:
         return _oom_killer(summary, process, crash.marker)
+    if not excs and process is not None and process.exit_status is None and process.signal is None \
+            and crash.marker.startswith("process ended"):
+        return Diagnosis("unknown", f"the process vanished{_where(crash)} with no exit status and no error in its "
+                         "log: most likely killed by a signal (SIGKILL, the OOM killer) or its host restarted",
+                         "check `dmesg -T | grep -i -e oom -e kill` on the host and who else stops processes there; "
+                         "`r` relaunches", crash.marker.strip())
     if not excs:
         last = crash.marker.strip()
         return Diagnosis("unknown", f"crashed{_where(crash)}, but the exception text is not in the log (last error line: {last[:140]})",
