@@ -44,11 +44,39 @@ def _fmt(xs: list[float]) -> str:
     return f"{med:.2f} / {max(xs):.2f}" if len(xs) > 1 else f"{med:.2f}"
 
 
-def table(doc: dict[str, Any]) -> str:
-    """One markdown row per (suite, case), in the order the cases first ran."""
+def grouped(records: list[dict[str, Any]]) -> OrderedDict[tuple[str, str], list[dict[str, Any]]]:
+    """Rows by (suite, case); a family of one-trial checks (`nvidia-smi: ...`) folds into one row that lists
+    the failed checks, so the table stays readable. Known gaps keep a row each."""
     rows: OrderedDict[tuple[str, str], list[dict[str, Any]]] = OrderedDict()
-    for r in doc.get("records", []):
+    for r in records:
         rows.setdefault((r["suite"], r["case"]), []).append(r)
+    fam: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for key in rows:
+        head = key[1].split(":", 1)[0]
+        if ":" in key[1] and not head.startswith("known gap"):
+            fam.setdefault((key[0], head), []).append(key)
+    out: OrderedDict[tuple[str, str], list[dict[str, Any]]] = OrderedDict()
+    for key, recs in rows.items():
+        head = key[1].split(":", 1)[0]
+        members = fam.get((key[0], head), [])
+        if len(members) > 1 and all(len(rows[m]) == 1 for m in members):
+            folded = out.setdefault((key[0], f"{head} ({len(members)} checks)"), [])
+            check = key[1].split(":", 1)[1].strip()
+            folded.extend(dict(r, detail=f"{check}: {r.get('detail') or 'failed'}" if not r["ok"] else "")
+                          for r in recs)
+        else:
+            out[key] = recs
+    return out
+
+
+def table(doc: dict[str, Any], group: bool = True) -> str:
+    """One markdown row per (suite, case), in the order the cases first ran."""
+    if group:
+        rows = grouped(doc.get("records", []))
+    else:
+        rows = OrderedDict()
+        for r in doc.get("records", []):
+            rows.setdefault((r["suite"], r["case"]), []).append(r)
     lines = ["| suite | case | trials | passed | failed | figures (median / worst) | first failure |",
              "|---|---|---:|---:|---:|---|---|"]
     total = passed = 0
@@ -64,8 +92,8 @@ def table(doc: dict[str, Any]) -> str:
         if any("within_2s" in r.get("figures", {}) for r in recs):
             w = sum(1 for r in recs if r["figures"].get("within_2s"))
             figs.append(f"within 2 s: {w}/{len(recs)}")
-        bad = next((r for r in recs if not r["ok"]), None)
-        why = (bad.get("detail") or "failed").replace("|", "\\|").replace("\n", " ")[:140] if bad else ""
+        bads = [r for r in recs if not r["ok"]]
+        why = "; ".join((b.get("detail") or "failed").replace("|", "\\|").replace("\n", " ")[:140] for b in bads[:2])
         lines.append(f"| {suite} | {case} | {len(recs)} | {ok} | {len(recs) - ok} | {'; '.join(figs)} | {why} |")
     lines.append(f"| **all** | | **{total}** | **{passed}** | **{total - passed}** | | |")
     return "\n".join(lines)
@@ -77,10 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suites", default="faults,hostile", help="comma-separated test dirs under tests/")
     ap.add_argument("--from", dest="src", metavar="JSON", help="print the table of an existing results file")
     ap.add_argument("--out", metavar="JSON", help="keep the results file here (default: a temporary file)")
+    ap.add_argument("--flat", action="store_true", help="one row per check (no folding of one-trial families)")
     a = ap.parse_args(argv)
     if a.src:
         doc = json.loads(Path(a.src).read_text())
-        print(table(doc))
+        print(table(doc, group=not a.flat))
         return 0 if all(r["ok"] for r in doc.get("records", [])) else 1
     out = Path(a.out) if a.out else Path(tempfile.mkstemp(prefix="reliability-", suffix=".json")[1])
     out.unlink(missing_ok=True)
@@ -91,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = json.loads(out.read_text())
     print(f"Reliability run: `pytest tests/{' tests/'.join(a.suites.split(','))}` on {os.cpu_count()} cores, "
           f"{wall:.0f} s wall, pytest exit {rc}, DFLASH_FAULT_TRIALS={a.trials or '1'}.\n")
-    print(table(doc))
+    print(table(doc, group=not a.flat))
     ok = all(r["ok"] for r in doc.get("records", []))
     return 0 if ok and rc == 0 else 1
 

@@ -47,10 +47,15 @@ def sim_root() -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def _short(nodeid: str) -> str:
+    name = nodeid.split("::")[-1]
+    return name if len(name) < 70 else name[:66] + "…]"
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """A strict xfail is a known gap: it goes in the results as a failed trial, with its reason."""
     if report.when == "call" and getattr(report, "wasxfail", None) is not None and "/hostile/" in report.nodeid:
-        results.record("hostile", f"known gap: {report.nodeid.split('::')[-1]}", 0, False, report.duration,
+        results.record("hostile", f"known gap: {_short(report.nodeid)}", 0, False, report.duration,
                        str(report.wasxfail).removeprefix("reason: "))
 
 

@@ -126,7 +126,7 @@ def _around(text: str, needles: tuple[str, ...]) -> str:
     for n in needles:
         i = text.find(n)
         if i >= 0:
-            return text[max(0, i - 120): i + 40]
+            return text[max(0, i - 120): i + 40].replace(API_KEY, "<API_KEY>").replace(HF_TOKEN, "<HF_TOKEN>")
     return text[-200:]
 
 
