@@ -57,8 +57,8 @@ def procs_mode(interval, apps_every, apps_cmd, pattern):
         body = "".join("%d %d %d %s\n" % r for r in rows if r[2] in keep)
         now = time.time()
         w(("==> ps %.6f\n" % now).encode() + body.encode("utf-8", "replace"))
-        if keep != last_sids:
-            fast_until = now + 60  # servers came or went: keep their GPU memory fresh while they load
+        if last_sids is not None and keep != last_sids:
+            fast_until = now + 20  # servers came or went: keep their GPU memory fresh while they load
         last_sids = keep
         every = 3 if now < fast_until else apps_every
         if now >= backoff_until and now - last_apps >= every:
@@ -125,7 +125,7 @@ def _python(python: str) -> str:
 
 
 def agent_procs_command(python: str, interval_s: float = 1.0, apps_every_s: float = 30.0) -> str:
-    """The process loop: SGLang sessions every second; compute apps every 3 s for a minute after any server
+    """The process loop: SGLang sessions every second; compute apps every 3 s for 20 s after any server
     came or went, else every 30 s (2 spawns a minute in steady state)."""
     return (f"exec {_python(python)} -I -S -u -c {shlex.quote(AGENT_SOURCE)} procs {interval_s:g} "
             f"{apps_every_s:g} {shlex.quote(nvsmi.query_apps_command())} {shlex.quote(SGLANG_RE)}")

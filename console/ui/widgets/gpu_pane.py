@@ -118,6 +118,9 @@ class GpuPane(Widget, can_focus=True):
         self.host = host
         self.gpu = gpu
         self.marked = False
+        self._titles: tuple[str, str] | None = None
+        self._drawn: Content | None = None
+        self._drawn_key: tuple[object, ...] | None = None
 
     def on_focus(self) -> None:
         self.post_message(self.Selected(self.host, self.gpu))
@@ -148,18 +151,32 @@ class GpuPane(Widget, can_focus=True):
         self.set_class(h < 30, "-compact")
         self.set_class(h >= 44, "-tall")
         name = fmt.short_gpu_name(g.reading.name) if g else "?"
-        self.border_title = Content(f"GPU{self.gpu} {name}")
+        title = f"GPU{self.gpu} {name}"
         sub = ""
         if stale:
             a = host.age_s(now)
             sub = f"stale {fmt.age(a)}" if a is not None else host.conn
         if self.marked:
             sub = ("✓ marked " + sub).strip()
-        self.border_subtitle = Content(sub) if sub else None
-        self.refresh()
+        if (title, sub) != self._titles:  # assigning a border title repaints even when it is the same
+            self._titles = (title, sub)
+            self.border_title = Content(title)
+            self.border_subtitle = Content(sub) if sub else None
+        content = self._build()
+        key = (content.plain, tuple(content.spans), self.size)
+        if key != self._drawn_key:  # 64 panes at 10 Hz: repaint only what changed
+            self._drawn_key = key
+            self._drawn = content
+            self.refresh()
 
     # -- drawing -------------------------------------------------------------------------
     def render(self) -> Content:
+        if self._drawn is not None and self._drawn_key is not None and self._drawn_key[2] == self.size:
+            return self._drawn
+        self._drawn = self._build()
+        return self._drawn
+
+    def _build(self) -> Content:
         host = self.state.host(self.host)
         g = host.gpus.get(self.gpu)
         srv = self.server()

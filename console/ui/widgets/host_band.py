@@ -61,7 +61,11 @@ class HostHeader(Static):
             parts.append((f" · data {fmt.age(a)}", c["dim"]))
         if h.telemetry_error:
             parts.append((f" · {fmt.clean(h.telemetry_error, 60)}", c["gpu-warm"]))
-        self.update(Content.assemble(*parts))
+        content = Content.assemble(*parts)
+        key = (content.plain, tuple(content.spans))
+        if key != getattr(self, "_shown", None):  # Static.update re-lays out even for the same text
+            self._shown = key
+            self.update(content)
 
 
 class HostBand(Vertical):
