@@ -4,7 +4,7 @@ The POSIX-sh loops in monitor.py/logtail.py fork `ps`, `awk`, `wc`, `tail`, `hea
 several times a second (over a thousand process spawns a minute per host, and up to 250 ms of tail
 latency). This agent does the same jobs inside one long-lived interpreter — the SGLang venv's
 `python`, which every GPU host has — reading `/proc` and the log files directly and polling every
-20 ms, and prints exactly the same frames, so the same parsers read both. Standard library only;
+10 ms, and prints exactly the same frames, so the same parsers read both. Standard library only;
 started with `-I -S` so no site-packages (and no SGLang) is imported. Where the interpreter cannot
 start, the host link falls back to the sh loops.
 """
@@ -103,8 +103,8 @@ def tail_mode(pairs, max_frame):
         if moved:
             idle = 0.0
             continue
-        time.sleep(0.02)
-        idle += 0.02
+        time.sleep(0.01)
+        idle += 0.01
         if idle >= 1.0:
             w(b"==> hb\n"); idle = 0.0
 try:

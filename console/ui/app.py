@@ -23,8 +23,8 @@ from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
 from console.ui.messages import FleetChanged
 from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
 
-SYNC_MIN_S = 0.1
-"""Screens repaint from state at most 10 times a second, however many event batches arrive."""
+SYNC_MIN_S = 0.25
+"""Screens repaint from state at most 4 times a second, however many event batches arrive."""
 
 ApiFactory = Callable[[], Awaitable[FleetApi]]
 
@@ -157,6 +157,9 @@ class DflashApp(ActionsMixin, App[int]):
 
     def on_fleet_changed(self, _msg: FleetChanged) -> None:
         """Repaint at most every SYNC_MIN_S: a log flood sends hundreds of batches a second."""
+        pull = getattr(self.screen, "pull_soon", None)
+        if pull is not None:  # the live log does not wait for the coalesced repaint
+            pull()
         now = time.monotonic()
         wait = self._last_sync + SYNC_MIN_S - now
         if wait <= 0:

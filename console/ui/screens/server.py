@@ -59,6 +59,10 @@ def fact_items(facts: object) -> list[tuple[str, object]]:
     return [(str(k), v) for k, v in pairs if v not in (None, "", [], {})]
 
 
+
+PULL_MIN_S = 0.03
+"""New log lines reach the screen within one frame or so, but at most ~33 pulls a second."""
+
 class ServerScreen(ServerKeys, Screen):
     """Log on the left, facts on the right (below when narrow; `i` toggles them)."""
 
@@ -126,7 +130,9 @@ class ServerScreen(ServerKeys, Screen):
 
     def on_mount(self) -> None:
         self._narrow = None
-        self.set_interval(0.1, self._pull)
+        self._last_pull = 0.0
+        self._pull_pending = False
+        self.set_interval(0.25, self._pull)  # a backstop; new lines normally arrive through pull_soon
         self.sync()
         self.query_one(LogView).focus()
         srv = self.current_server()
@@ -134,7 +140,18 @@ class ServerScreen(ServerKeys, Screen):
             self.call_after_refresh(self.action_traceback)
 
     def _pull(self) -> None:
+        self._last_pull = time.monotonic()
+        self._pull_pending = False
         self.query_one(LogView).pull()
+
+    def pull_soon(self) -> None:
+        """New events arrived: show new log lines now, at most every PULL_MIN_S during a flood."""
+        wait = self._last_pull + PULL_MIN_S - time.monotonic()
+        if wait <= 0:
+            self._pull()
+        elif not self._pull_pending:
+            self._pull_pending = True
+            self.set_timer(wait, self._pull)
 
     def on_resize(self) -> None:
         narrow = self.app.size.width < 120
