@@ -54,12 +54,14 @@ def procs_mode(interval, apps_every, apps_cmd, pattern):
                 if len(parts) >= 3 and all(x.isdigit() for x in parts[:3]):
                     rows.append((int(parts[0]), int(parts[1]), int(parts[2]), parts[3] if len(parts) > 3 else ""))
         keep = {sid for pid, ppid, sid, args in rows if rx.search(args)}
-        body = "".join("%d %d %d %s\n" % r for r in rows if r[2] in keep)
+        mine = [r for r in rows if r[2] in keep]
+        body = "".join("%d %d %d %s\n" % r for r in mine)
+        pids = frozenset(r[0] for r in mine)
         now = time.time()
         w(("==> ps %.6f\n" % now).encode() + body.encode("utf-8", "replace"))
-        if last_sids is not None and keep != last_sids:
-            fast_until = now + 20  # servers came or went: keep their GPU memory fresh while they load
-        last_sids = keep
+        if last_sids is not None and pids != last_sids:
+            fast_until = now + 60  # a server or its ranks came or went: keep GPU memory fresh while it loads
+        last_sids = pids
         every = 3 if now < fast_until else apps_every
         if now >= backoff_until and now - last_apps >= every:
             last_apps = now
@@ -125,8 +127,8 @@ def _python(python: str) -> str:
 
 
 def agent_procs_command(python: str, interval_s: float = 1.0, apps_every_s: float = 30.0) -> str:
-    """The process loop: SGLang sessions every second; compute apps every 3 s for 20 s after any server
-    came or went, else every 30 s (2 spawns a minute in steady state)."""
+    """The process loop: SGLang sessions every second; compute apps every 3 s for a minute after a server
+    process came or went, else every 30 s (2 spawns a minute in steady state)."""
     return (f"exec {_python(python)} -I -S -u -c {shlex.quote(AGENT_SOURCE)} procs {interval_s:g} "
             f"{apps_every_s:g} {shlex.quote(nvsmi.query_apps_command())} {shlex.quote(SGLANG_RE)}")
 

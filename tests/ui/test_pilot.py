@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from console.fleet.events import LogData, Notice, ServerGone
+from console.ui.app import SYNC_MIN_S
 from console.ui.messages import ActionDone
 from console.ui.screens.chat import ChatScreen, Turn
 from console.ui.screens.dialogs import ConfirmScreen
@@ -61,6 +62,7 @@ async def test_launch_preview_confirm_then_ready(make_app) -> None:  # type: ign
         await pilot.pause()
         assert app.state.servers[name].phase == "ready"
         assert any("is ready" in n for n in notices)
+        await pilot.pause(SYNC_MIN_S + 0.1)  # the fleet repaints at most every SYNC_MIN_S
         pane = next(p for p in app.screen.query(GpuPane) if p.host == "blackwell" and p.gpu == 3)
         assert pane.has_class("-ready")
 
