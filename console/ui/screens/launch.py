@@ -13,6 +13,7 @@ from textual.widgets.option_list import Option
 
 from console.config import Preset
 from console.fleet.api import LaunchPreview
+from console.fleet.journal import mask
 from console.ui import format as fmt
 
 
@@ -40,7 +41,7 @@ def preview_content(pv: LaunchPreview, gpus: list[int] | None) -> Content:
     for plan in pv.plans:
         r = plan.replica
         parts += [(f"{r.name}", "bold"), f"  GPUs {fmt.gpu_span(r.gpus)} · TP{r.tp} · port {r.port}\n",
-                  ("$ ", "bold"), fmt.clean(plan.command), "\n\n"]
+                  ("$ ", "bold"), fmt.clean(mask(plan.command)), "\n\n"]
     if gpus:
         parts.append((f"(on marked GPUs {fmt.gpu_span(gpus)} instead of the preset's)\n\n", "italic"))
     for f in pv.findings:

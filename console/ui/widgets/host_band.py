@@ -45,10 +45,14 @@ class HostHeader(Static):
                         "down": ("✖", c["host-down"])}[h.conn]
         parts: list[tuple[str, str] | str] = [(f"{icon} ", colour), (fmt.clean(self.host, 40), "bold"), "  ",
                                               (h.conn, colour)]
+        if h.conn == "down" and h.since is not None:
+            parts.append((f" for {fmt.age(max(0.0, now - h.since))}", colour))
         if h.conn == "down" and h.last_error:
             parts.append((f": {fmt.clean(h.last_error, 80)}", colour))
         if h.conn == "connecting" and h.attempt > 1:
             parts.append(f" (attempt {h.attempt})")
+            if h.last_error:  # each retry flips the host to 'connecting': keep saying why it fails
+                parts.append((f": last error {fmt.clean(h.last_error, 80)}", c["dim"]))
         n = len(h.gpus)
         parts.append(f" · {n} GPU{'s' if n != 1 else ''}")
         servers = [s for s in app.state.servers_on(self.host) if s.alive]  # type: ignore[attr-defined]
@@ -112,7 +116,7 @@ class HostBand(Vertical):
             why = {"down": f"no data: host down ({fmt.clean(h.last_error or '?', 100)})",
                    "connecting": "connecting…"}.get(h.conn, "waiting for nvidia-smi…")
             if h.telemetry_error:
-                why = f"no GPU data: {fmt.clean(h.telemetry_error, 100)}"
+                why = f"no GPU data: {fmt.clean(h.telemetry_error, 200)}"
             nogpu.update(Content(why))
         self.reflow()
         self.query_one(HostHeader).sync()
