@@ -21,7 +21,7 @@ FAULTS = {"nosmi": "nvidia-smi-missing", "stuck": "nvidia-smi-hang", "noise": "n
 # what each host's band must say (any of the words, case-insensitive)
 SAYS = {"nosmi": ("not found", "no such file", "not installed", "missing"), "stuck": ("hung", "no sample", "timed out"),
         "noise": ("garbage", "unreadable", "cannot parse"), "nodrv": ("driver",), "na": ("util    ?",)}
-KNOWN_GAPS = {"nodrv: band says so"}
+KNOWN_GAPS: set[str] = set()
 """Recorded as failed trials but not asserted here: each has its own strict xfail below (regression tests once fixed)."""
 NA_SMI = """#!/bin/sh
 case "$*" in
@@ -99,10 +99,7 @@ DRIVER_MSG = ("nvidia-smi exited without a sample: NVIDIA-SMI has failed because
 
 @pytest.mark.parametrize(("message", "word"), [
     ("nvidia-smi exited without a sample: sh: 1: exec: nvidia-smi: not found", "not found"),
-    pytest.param(DRIVER_MSG, "driver", marks=pytest.mark.xfail(
-        strict=True, reason="console/ui/widgets/host_band.py cuts the telemetry error to 60 characters and the "
-        "'no GPU data' line repeats the same cut text: 'nvidia-smi exited without a sample: NVIDIA-SMI has failed b…' "
-        "never says the driver is the problem"))])
+    (DRIVER_MSG, "driver")])  # regression: the cut-off text hid the driver (was a strict xfail)
 async def test_nvidia_smi_failure_is_named_on_screen(message: str, word: str) -> None:
     from console.fleet.events import HostUp, TelemetryError
     from console.fleet.state import FleetState
