@@ -309,9 +309,14 @@ class HostLink:
             if samples_seen:
                 retry = 5.0
             elif not hung:
-                msg = nvsmi.error_text("\n".join(text_seen)) or (text_seen[-1][:200] if text_seen else "")
-                self.emit([TelemetryError(self.name, time.time(),
-                                          f"nvidia-smi exited without a sample{': ' + msg if msg else ''}")])
+                err = nvsmi.error_text("\n".join(text_seen))
+                if err:
+                    msg = f"nvidia-smi exited without a sample: {err}"
+                elif text_seen:  # output, but none of it a sample: say so, not just that it exited
+                    msg = f"nvidia-smi printed garbage, no sample could be read: {text_seen[-1][:120]!r}"
+                else:
+                    msg = "nvidia-smi exited without a sample"
+                self.emit([TelemetryError(self.name, time.time(), msg)])
             await asyncio.sleep(retry)
             retry = min(60.0, retry * 2)
 
