@@ -46,6 +46,7 @@ LAUNCH_GRACE_S = 0.05
 """A process sample must have started this long after a launch returned its pid to call the server dead
 (the pid exists from `echo $!` on, so any later sample sees it while it lives)."""
 TAIL_AFTER_GONE_S = 30.0
+CLOSE_TIMEOUT_S = 5.0
 HEALTH_EVERY_S = 1.0
 HEALTH_READY_EVERY_S = 5.0
 METRICS_EVERY_S = 5.0
@@ -146,11 +147,11 @@ class FleetController:
     async def close(self) -> None:
         for t in self._tasks:
             t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        if self._tasks:  # bounded: a task stuck in a cleanup must not hang the console's exit
+            await asyncio.wait(self._tasks, timeout=CLOSE_TIMEOUT_S)
         self._tasks = []
-        await asyncio.gather(*(link.close() for link in self.links.values()), return_exceptions=True)
+        await asyncio.wait_for(asyncio.gather(*(link.close() for link in self.links.values()),
+                                              return_exceptions=True), CLOSE_TIMEOUT_S * 2)
         if self._http is not None:
             await self._http.aclose()
             self._http = None

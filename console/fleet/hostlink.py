@@ -125,8 +125,7 @@ class HostLink:
         self._wake.set()
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            await asyncio.wait({self._task}, timeout=5)  # bounded: never hang a close on a stuck stream
         with contextlib.suppress(Exception):
             await self.transport.close()
 

@@ -129,9 +129,11 @@ async def _series(h: SimHost, hosts_toml: Path, preset: str, when: str, idx: lis
     fails = []
     for i in idx:
         try:
-            await _trial(h, hosts_toml, preset, when, i)
+            await asyncio.wait_for(_trial(h, hosts_toml, preset, when, i), 150)  # a hang fails, never stalls CI
         except AssertionError as e:
             fails.append(str(e))
+        except TimeoutError:
+            fails.append(f"{when} trial {i} hung for 150 s")
     return fails
 
 
