@@ -119,13 +119,6 @@ class SimFleet:
         return load_fleet(self.toml(presets, **kw))
 
 
-def free_index(net: Any) -> int | None:
-    """The lowest address index of a host already torn down (below the net's counter, so never one it will
-    hand out later); None: take a fresh one."""
-    live = {h.index for h in net.hosts}
-    return next((i for i in range(min(net._next_index, 20)) if i not in live), None)
-
-
 def scratch_root() -> Path:
     """A world-traversable scratch dir outside pytest's tmp_path: pytest resets /tmp/pytest-of-USER to 0700
     at every session start (another run's too), which would lock the sshd login user out of the host dirs."""
