@@ -77,11 +77,14 @@ def procs_mode(interval, apps_every, apps_cmd, pattern):
                 backoff_until = now + 60
         w(b"==> end\n")
         time.sleep(interval)
-def tail_mode(pairs, max_frame):
+def tail_mode(pairs, max_frame, gap):
     files = [[p, int(o), False] for p, o in pairs]
-    idle = 0.0
+    idle = 0.0; last_send = 0.0
     while True:
-        moved = False
+        wait = last_send + gap - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)  # lines are streaming: let a few more gather, one write for all of them
+        frames = []
         for i, f in enumerate(files):
             path, off, gone = f
             try:
@@ -89,21 +92,21 @@ def tail_mode(pairs, max_frame):
                 fh = open(path, "rb")
             except OSError:
                 if not gone:
-                    w(b"==> %d G\n" % i); f[2] = True
+                    frames.append(b"==> %d G\n" % i); f[2] = True
                 continue
             with fh:
                 f[2] = False
                 if size < off:
-                    w(b"==> %d T %d\n" % (i, size)); off = 0
+                    frames.append(b"==> %d T %d\n" % (i, size)); off = 0
                 if size > off:
                     fh.seek(off)
                     data = fh.read(min(size - off, max_frame))
                     if data:
-                        w(b"==> %d %d %d\n" % (i, off, len(data)) + data)
-                        off += len(data); moved = True
+                        frames.append(b"==> %d %d %d\n" % (i, off, len(data)) + data)
+                        off += len(data)
             f[1] = off
-        if moved:
-            idle = 0.0
+        if frames:
+            w(b"".join(frames)); last_send = time.monotonic(); idle = 0.0
             continue
         time.sleep(0.01)
         idle += 0.01
@@ -114,8 +117,8 @@ try:
     if mode == "procs":
         procs_mode(float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5])
     else:
-        a = sys.argv[3:]
-        tail_mode(list(zip(a[0::2], a[1::2])), int(sys.argv[2]))
+        a = sys.argv[4:]
+        tail_mode(list(zip(a[0::2], a[1::2])), int(sys.argv[2]), float(sys.argv[3]))
 except (BrokenPipeError, KeyboardInterrupt):
     pass
 '''
@@ -133,7 +136,17 @@ def agent_procs_command(python: str, interval_s: float = 1.0, apps_every_s: floa
             f"{apps_every_s:g} {shlex.quote(nvsmi.query_apps_command())} {shlex.quote(SGLANG_RE)}")
 
 
-def agent_tail_command(python: str, files: list[tuple[str, int]], max_frame: int = 262_144) -> str:
+TAIL_GAP_S = 0.03
+"""While lines keep coming, the tail writes at most this often (one SSH packet for every file's news).
+
+A line after a quiet spell goes out within the 10 ms poll; a stream of them (16 servers × 50 lines/s)
+arrives in ~30 batches a second per host instead of one packet per line, which was most of the
+console's CPU in benchmarks/bench_console_cpu.py."""
+
+
+def agent_tail_command(python: str, files: list[tuple[str, int]], max_frame: int = 262_144,
+                       gap_s: float = TAIL_GAP_S) -> str:
     """The multiplexed tail of every server log, from the byte offsets already read."""
     words = " ".join(f"{shell_path(p)} {int(o)}" for p, o in files)
-    return f"exec {_python(python)} -I -S -u -c {shlex.quote(AGENT_SOURCE)} tail {max_frame} {words}"
+    return (f"exec {_python(python)} -I -S -u -c {shlex.quote(AGENT_SOURCE)} tail {max_frame} {gap_s:g} "
+            f"{words}")

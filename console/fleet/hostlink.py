@@ -65,6 +65,21 @@ async def _pump(stream: RemoteStream, q: asyncio.Queue[bytes | None]) -> None:
         q.put_nowait(None)
 
 
+def _drain(first: bytes | None, q: asyncio.Queue[bytes | None]) -> tuple[bytes, bool]:
+    """`first` and every chunk already queued behind it, joined; True once the stream's end (None) was met."""
+    if first is None:
+        return b"", True
+    if q.empty():
+        return first, False
+    parts = [first]
+    while not q.empty():
+        nxt = q.get_nowait()
+        if nxt is None:
+            return b"".join(parts), True
+        parts.append(nxt)
+    return b"".join(parts), False
+
+
 async def _cancel_all(tasks: list[asyncio.Task[None]]) -> None:
     """Cancel and reap; re-cancel stragglers (3.11's wait_for can swallow a cancellation)."""
     pending = {t for t in tasks if not t.done()}
@@ -388,14 +403,15 @@ class HostLink:
                         if not done:  # no heartbeat: the loop or the link is stuck; restart the tail
                             break
                         continue
-                    data = get.result()
-                    if data is None:
+                    data, ended = _drain(get.result(), q)  # all that arrived meanwhile: one batch
+                    if data:
+                        got = True
+                        self._on_tail(specs, reader.feed(data))
+                    if ended:
                         if agent and not got:
                             self._agent_failed(t0)
                         await asyncio.sleep(1)
                         break
-                    got = True
-                    self._on_tail(specs, reader.feed(data))
             finally:
                 changed.cancel()
                 await self._shut(stream, pump)

@@ -26,6 +26,9 @@ from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
 SYNC_MIN_S = 0.25
 """Screens repaint from state at most 4 times a second, however many event batches arrive."""
 
+TICK_S = 1.0
+"""Without events, screens still re-read state this often: ages and staleness are shown in whole seconds."""
+
 ApiFactory = Callable[[], Awaitable[FleetApi]]
 
 
@@ -64,6 +67,8 @@ class DflashApp(ActionsMixin, App[int]):
         self._phases: dict[str, str] = {}
         self._last_sync = 0.0
         self._sync_pending = False
+        self._change_posted = False
+        self._told_ready: set[str] = set()
         self.activity: deque[Notice] = deque(maxlen=200)
         """Every notice toasted, for the fleet screen's activity panel."""
         loaded = load_themes()
@@ -106,7 +111,7 @@ class DflashApp(ActionsMixin, App[int]):
         from console.ui.screens.fleet import FleetScreen
 
         self.push_screen(FleetScreen())
-        self.set_interval(0.5, self._tick)
+        self.set_interval(TICK_S, self._tick)
         if self.start_api:
             self.run_worker(self._start_api(), name="api-start", group="api", exit_on_error=False,
                             description="connecting the fleet")
@@ -127,15 +132,21 @@ class DflashApp(ActionsMixin, App[int]):
                             description="demo: opening servers")
 
     def _on_events(self, events: list[Event], notices: list[Notice]) -> None:
-        """Controller listener (on the loop): repaint once per batch, toast the notices."""
-        self.post_message(FleetChanged())
+        """Controller listener (on the loop): toast the notices; one FleetChanged in the queue at a time.
+
+        A log flood delivers hundreds of batches a second; a message per batch was pure overhead.
+        """
+        if not self._change_posted:
+            self._change_posted = True
+            self.post_message(FleetChanged())
         for n in notices:
             self.toast(n)
-        self._ready_fallback(notices)
+            if n.server and n.message.endswith("is ready"):
+                self._told_ready.add(n.server)
 
-    def _ready_fallback(self, notices: list[Notice]) -> None:
-        """Toasts 'is ready' when a batch carried a server from starting straight to serving without a notice."""
-        told = {n.server for n in notices if n.server and n.message.endswith("is ready")}
+    def _ready_fallback(self) -> None:
+        """Toasts 'is ready' when a server went from starting straight to serving without a notice (per sync)."""
+        told, self._told_ready = self._told_ready, set()
         for name, s in self.state.servers.items():
             phase = s.phase
             was = self._phases.get(name)
@@ -157,6 +168,7 @@ class DflashApp(ActionsMixin, App[int]):
 
     def on_fleet_changed(self, _msg: FleetChanged) -> None:
         """Repaint at most every SYNC_MIN_S: a log flood sends hundreds of batches a second."""
+        self._change_posted = False
         pull = getattr(self.screen, "pull_soon", None)
         if pull is not None:  # the live log does not wait for the coalesced repaint
             pull()
@@ -180,6 +192,7 @@ class DflashApp(ActionsMixin, App[int]):
         self._last_sync = time.monotonic()
         if self._exit_renderables or not self.is_running:
             return
+        self._ready_fallback()
         for screen in self.screen_stack:
             sync = getattr(screen, "sync", None)
             if sync is not None and screen.is_attached:

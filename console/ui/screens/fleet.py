@@ -12,6 +12,7 @@ from textual.widgets import Footer, Static
 from console.fleet.state import ServerState
 from console.ui.actions import MUTATING
 from console.ui.bindings import refresh_bindings_if_changed
+from console.ui.visibility import visible_widgets
 from console.ui.widgets.activity import ActivityLog
 from console.ui.widgets.gpu_pane import GpuPane
 from console.ui.widgets.host_band import HostBand
@@ -94,11 +95,19 @@ class FleetScreen(ServerKeys, Screen):
     def __init__(self) -> None:
         super().__init__()
         self.selection: tuple[str, int] | None = None
+        self._topbar: Static | None = None
+        self._topbar_key: object = None
+        self._box: HostList | None = None
+        self._activity: ActivityLog | None = None
+        self._bands: dict[str, HostBand] = {}
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="topbar", markup=False)
-        yield HostList(id="hosts")
-        yield ActivityLog(self.app.activity, id="activity")  # type: ignore[attr-defined]
+        self._topbar = Static("", id="topbar", markup=False)
+        self._box = HostList(id="hosts")
+        self._activity = ActivityLog(self.app.activity, id="activity")  # type: ignore[attr-defined]
+        yield self._topbar
+        yield self._box
+        yield self._activity
         yield Footer()
 
     def on_mount(self) -> None:
@@ -111,42 +120,49 @@ class FleetScreen(ServerKeys, Screen):
         return names
 
     def sync(self) -> None:
-        """Adds bands for new hosts and re-syncs every band (cheap: panes only repaint)."""
-        boxes = self.query("#hosts")
-        if not boxes:
+        """Adds bands for new hosts and re-syncs every band (cheap: off-screen panes wait, the rest only repaint)."""
+        if self._box is None or not self.children:
             return  # a tick before compose
-        box = boxes.first(HostList)
-        have = {b.host for b in box.query(HostBand)}
-        new = [HostBand(h) for h in self.host_names() if h not in have]
+        box = self._box
+        new = [HostBand(h) for h in self.host_names() if h not in self._bands]
         if new:
+            self._bands.update((b.host, b) for b in new)
             box.mount_all(new)
-        for band in box.query(HostBand):
+        visible = visible_widgets(self)
+        for band in self._bands.values():
             if band not in new:
-                band.sync()
+                band.sync(visible)
         self._sync_topbar()
-        self.query_one(ActivityLog).sync()
-        if self.selection is None:
-            panes = list(self.query(GpuPane))
-            if panes and not isinstance(self.focused, GpuPane):
-                panes[0].focus()
+        if self._activity is not None:
+            self._activity.sync()
+        if self.selection is None and not isinstance(self.focused, GpuPane):
+            first = next((p for b in self._bands.values() for p in b.panes()), None)
+            if first is not None:
+                first.focus()
         refresh_bindings_if_changed(self)
 
     def _sync_topbar(self) -> None:
         app = self.app
-        bar = self.query_one("#topbar", Static)
+        bar = self._topbar
+        if bar is None:
+            return
         bar.set_class(app.size.height < 30, "-hidden")
         st = app.state  # type: ignore[attr-defined]
-        live = [s for s in st.servers.values() if s.alive]
+        live = sum(1 for s in st.servers.values() if s.alive)
         gpus = sum(len(h.gpus) for h in st.hosts.values())
         parts: list[tuple[str, str] | str] = [("dflash-console", "bold"),
-                                              f"  {len(st.hosts)} hosts · {gpus} GPUs · {len(live)} servers"]
+                                              f"  {len(st.hosts)} hosts · {gpus} GPUs · {live} servers"]
         if app.read_only:  # type: ignore[attr-defined]
             parts.append(("  READ-ONLY ", "bold reverse"))
         if app.demo is not None:  # type: ignore[attr-defined]
             parts.append(("  demo (simulated fleet)", "italic"))
         if app.status_line:  # type: ignore[attr-defined]
             parts.append("  " + app.status_line)  # type: ignore[attr-defined]
-        bar.update(Content.assemble(*parts))
+        content = Content.assemble(*parts)
+        key = (content.plain, tuple(content.spans))
+        if key != self._topbar_key:
+            self._topbar_key = key
+            bar.update(content, layout=False)  # one fixed row
 
     def on_resize(self) -> None:
         for band in self.query(HostBand):

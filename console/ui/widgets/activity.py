@@ -30,15 +30,20 @@ class ActivityLog(Static):
         self._shown: tuple[int, int, int] | None = None
 
     def sync(self) -> None:
-        self.set_class(self.app.size.height < 40, "-hidden")
-        key = (id(self.entries[-1]) if self.entries else 0, len(self.entries), self.size.height)
+        hidden = self.app.size.height < 40
+        self.set_class(hidden, "-hidden")
+        if hidden:
+            return
+        height = max(0, self.outer_size.height - self.styles.gutter.height)  # `size` would re-arrange the screen
+        key = (id(self.entries[-1]) if self.entries else 0, len(self.entries), height)
         if key == self._shown:
             return
         self._shown = key
         c = colours(self)
-        room = max(1, self.size.height or 6)
+        room = max(1, height or 6)
         if not self.entries:
-            self.update(Content("activity: server ready, crashed and host up/down notices will appear here"))
+            self.update(Content("activity: server ready, crashed and host up/down notices will appear here"),
+                        layout=False)
             return
         lines = []
         for n in list(self.entries)[-room:]:
@@ -46,4 +51,4 @@ class ActivityLog(Static):
             icon = {"error": "✖", "warning": "!", "info": "•"}[n.level]
             lines.append(Content.assemble((time.strftime("%H:%M:%S", time.localtime(n.at)) + " ", c["dim"]),
                                           (f"{icon} {fmt.clean(n.message, 300)}", colour)))
-        self.update(Content("\n").join(lines))
+        self.update(Content("\n").join(lines), layout=False)  # its height is set by the screen, not the text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 
 from textual.color import Color
@@ -12,17 +13,28 @@ from textual.widget import Widget
 from console.fleet.state import FleetState, GpuState, HostState, ServerState
 from console.ui import format as fmt
 from console.ui.themes import SEMANTIC_DEFAULTS
+from console.ui.visibility import content_width, visible_widgets
 
 HOT_C = 80
 WARM_C = 70
 
 
 def colours(widget: Widget) -> dict[str, str]:
-    """The theme's semantic colours, with defaults before the first CSS pass."""
+    """The theme's semantic colours, with defaults before the first CSS pass (cached per theme)."""
     try:
-        tv = widget.app.theme_variables
+        app = widget.app
+        tv = app.theme_variables
     except Exception:
-        tv = {}
+        return _colours({})
+    cached = getattr(app, "_dfc_colours", None)
+    if cached is not None and cached[0] is tv:
+        return cached[1]
+    out = _colours(tv)
+    app._dfc_colours = (tv, out)  # type: ignore[attr-defined]  # a theme change installs a new dict
+    return out
+
+
+def _colours(tv: dict[str, str]) -> dict[str, str]:
     fg, bg = tv.get("foreground", "#D0D0D0"), tv.get("background", "#121417")
     try:
         dim = Color.parse(bg).blend(Color.parse(fg), 0.55).hex
@@ -121,6 +133,9 @@ class GpuPane(Widget, can_focus=True):
         self._titles: tuple[str, str] | None = None
         self._drawn: Content | None = None
         self._drawn_key: tuple[object, ...] | None = None
+        self._class_key: tuple[object, ...] | None = None
+        self._behind = False
+        """State changed while the pane was off screen; it has not been redrawn since."""
 
     def on_focus(self) -> None:
         self.post_message(self.Selected(self.host, self.gpu))
@@ -136,20 +151,28 @@ class GpuPane(Widget, can_focus=True):
     def server(self) -> ServerState | None:
         return self.state.server_on_gpu(self.host, self.gpu)
 
-    def sync(self) -> None:
-        """Re-reads state: classes, titles and a repaint."""
+    def sync(self, visible: Container[Widget] | None = None) -> None:
+        """Re-reads state: classes, titles and a repaint; a pane off screen only notes that it is behind."""
+        if self not in (visible_widgets(self) if visible is None else visible):
+            self._behind = True  # on_show / on_resize catch up when it scrolls into view
+            return
+        self._behind = False
         host = self.state.host(self.host)
         g = host.gpus.get(self.gpu)
         srv = self.server()
         now = self._now()
         stale = host.stale(now)
-        for cls in ("-free", "-ready", "-starting", "-crashed", "-stopped"):
-            self.set_class(cls == phase_class(srv), cls)
-        self.set_class(stale and (srv is None or srv.phase != "crashed"), "-stale")
-        self.set_class(self.marked, "-marked")
         h = self.app.size.height
-        self.set_class(h < 30, "-compact")
-        self.set_class(h >= 44, "-tall")
+        classes = (phase_class(srv), stale and (srv is None or srv.phase != "crashed"), self.marked,
+                   h < 30, h >= 44)
+        if classes != self._class_key:  # each set_class restyles; 64 panes × 4 syncs/s add up
+            self._class_key = classes
+            for cls in ("-free", "-ready", "-starting", "-crashed", "-stopped"):
+                self.set_class(cls == classes[0], cls)
+            self.set_class(classes[1], "-stale")
+            self.set_class(self.marked, "-marked")
+            self.set_class(classes[3], "-compact")
+            self.set_class(classes[4], "-tall")
         name = fmt.short_gpu_name(g.reading.name) if g else "?"
         title = f"GPU{self.gpu} {name}"
         sub = ""
@@ -163,15 +186,25 @@ class GpuPane(Widget, can_focus=True):
             self.border_title = Content(title)
             self.border_subtitle = Content(sub) if sub else None
         content = self._build()
-        key = (content.plain, tuple(content.spans), self.size)
-        if key != self._drawn_key:  # 64 panes at 10 Hz: repaint only what changed
+        key = (content.plain, tuple(content.spans), self.outer_size)
+        if key != self._drawn_key:  # repaint only what changed
             self._drawn_key = key
             self._drawn = content
             self.refresh()
 
+    def on_show(self) -> None:
+        if self._behind:
+            self.sync()
+
+    def on_resize(self) -> None:
+        """Also sent to panes that a scroll exposes: bring a pane that was off screen up to date."""
+        if self._behind:
+            self.sync()
+
     # -- drawing -------------------------------------------------------------------------
     def render(self) -> Content:
-        if self._drawn is not None and self._drawn_key is not None and self._drawn_key[2] == self.size:
+        if (not self._behind and self._drawn is not None and self._drawn_key is not None
+                and self._drawn_key[2] == self.outer_size):
             return self._drawn
         self._drawn = self._build()
         return self._drawn
@@ -182,7 +215,7 @@ class GpuPane(Widget, can_focus=True):
         srv = self.server()
         c = colours(self)
         stale = host.stale(self._now())
-        w = max(10, self.size.width)
+        w = max(10, content_width(self))
         compact = self.has_class("-compact")
         lines = [self._vram(g, w, c), self._telemetry(g, c, host)]
         lines += self._server_lines(srv, g, w, c, compact)

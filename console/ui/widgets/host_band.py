@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Container as WidgetSet
 
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical
 from textual.content import Content
+from textual.widget import Widget
 from textual.widgets import Static
 
 from console.ui import format as fmt
+from console.ui.visibility import visible_widgets
 from console.ui.widgets.gpu_pane import GpuPane, colours
 
 PANE_MIN_WIDTH = 36
@@ -35,8 +38,19 @@ class HostHeader(Static):
     def __init__(self, host: str) -> None:
         super().__init__(markup=False)
         self.host = host
+        self.behind = False
+        """Not synced while off screen; caught up when shown."""
+
+    def on_show(self) -> None:
+        if self.behind:
+            self.sync()
+
+    def on_resize(self) -> None:
+        if self.behind:
+            self.sync()
 
     def sync(self) -> None:
+        self.behind = False
         app = self.app
         h = app.state.host(self.host)  # type: ignore[attr-defined]
         now = app.now()  # type: ignore[attr-defined]
@@ -67,9 +81,9 @@ class HostHeader(Static):
             parts.append((f" · {fmt.clean(h.telemetry_error, 60)}", c["gpu-warm"]))
         content = Content.assemble(*parts)
         key = (content.plain, tuple(content.spans))
-        if key != getattr(self, "_shown", None):  # Static.update re-lays out even for the same text
+        if key != getattr(self, "_shown", None):
             self._shown = key
-            self.update(content)
+            self.update(content, layout=False)  # one fixed row: a re-layout of 64 panes buys nothing
 
 
 class HostBand(Vertical):
@@ -87,47 +101,57 @@ class HostBand(Vertical):
         self.host = host
         self._indices: tuple[int, ...] = ()
         self._rows = ""
+        self._header = HostHeader(host)
+        self._grid = Container(classes="gpus")
+        self._nogpu = Static("waiting for nvidia-smi…", classes="nogpu", markup=False)
+        self._nogpu_text = ""
+        self._panes: list[GpuPane] = []
+        """Kept here: a DOM query per sync for 8 hosts × 4 syncs/s showed up in the profile."""
 
     def compose(self) -> ComposeResult:
-        yield HostHeader(self.host)
-        yield Container(classes="gpus")
-        yield Static("waiting for nvidia-smi…", classes="nogpu", markup=False)
+        yield self._header
+        yield self._grid
+        yield self._nogpu
 
     def panes(self) -> list[GpuPane]:
-        return list(self.query(GpuPane))
+        return list(self._panes)
 
     def on_mount(self) -> None:
         self.sync()
 
-    def sync(self) -> None:
+    def sync(self, visible: WidgetSet[Widget] | None = None) -> None:
         if not self.children:
-            return
+            return  # not composed yet: on_mount syncs
         h = self.app.state.host(self.host)  # type: ignore[attr-defined]
         indices = tuple(sorted(h.gpus))
-        grid = self.query_one(".gpus", Container)
         if indices != self._indices:
             self._indices = indices
-            for p in self.panes():
+            for p in self._panes:
                 p.remove()
-            grid.mount_all([GpuPane(self.host, i) for i in indices])
-        nogpu = self.query_one(".nogpu", Static)
-        nogpu.display = not indices
+            self._panes = [GpuPane(self.host, i) for i in indices]
+            self._grid.mount_all(self._panes)
+        self._nogpu.display = not indices
         if not indices:
             why = {"down": f"no data: host down ({fmt.clean(h.last_error or '?', 100)})",
                    "connecting": "connecting…"}.get(h.conn, "waiting for nvidia-smi…")
             if h.telemetry_error:
                 why = f"no GPU data: {fmt.clean(h.telemetry_error, 200)}"
-            nogpu.update(Content(why))
+            if why != self._nogpu_text:
+                self._nogpu_text = why
+                self._nogpu.update(Content(why))
         self.reflow()
-        self.query_one(HostHeader).sync()
-        for p in self.panes():
-            p.sync()
+        vis = visible_widgets(self) if visible is None else visible
+        if self._header in vis:
+            self._header.sync()
+        else:
+            self._header.behind = True
+        for p in self._panes:
+            p.sync(vis)
 
     def reflow(self) -> None:
-        grids = self.query(".gpus")
-        if not grids:
+        if not self.children:
             return  # not composed yet: on_mount syncs
-        grid = grids.first(Container)
+        grid = self._grid
         widest = max((len(h.gpus) for h in self.app.state.hosts.values()), default=1)  # type: ignore[attr-defined]
         cols = grid_columns(self.app.size.width, max(widest, len(self._indices)))
         if grid.styles.grid_size_columns != cols:

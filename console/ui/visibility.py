@@ -1,0 +1,35 @@
+"""Which widgets the last frame put on screen, so off-screen GPU panes skip their per-sync work.
+
+A fleet of 8 hosts × 8 GPUs has 64 panes but a terminal shows a dozen or two; building and diffing
+the hidden ones on every state sync was most of the console's CPU (benchmarks/bench_console_cpu.py).
+Asking a hidden widget for its `size` is worse: Textual then re-arranges the whole screen to find it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+
+from textual.widget import Widget
+
+
+class _Everything:
+    """Stands in when the compositor cannot be asked: every widget counts as visible."""
+
+    def __contains__(self, _item: object) -> bool:
+        return True
+
+
+EVERYTHING: Container[Widget] = _Everything()
+
+
+def visible_widgets(widget: Widget) -> Container[Widget]:
+    """The widgets of `widget`'s screen that the last layout placed on screen (cheap: cached by Textual)."""
+    try:
+        return widget.screen._compositor.visible_widgets  # private, but no public equivalent
+    except Exception:
+        return EVERYTHING
+
+
+def content_width(widget: Widget) -> int:
+    """The widget's content width from its last layout, without asking the compositor where it is."""
+    return max(0, widget.outer_size.width - widget.styles.gutter.width)
