@@ -65,21 +65,6 @@ async def _pump(stream: RemoteStream, q: asyncio.Queue[bytes | None]) -> None:
         q.put_nowait(None)
 
 
-def _drain(first: bytes | None, q: asyncio.Queue[bytes | None]) -> tuple[bytes, bool]:
-    """`first` and every chunk already queued behind it, joined; True once the stream's end (None) was met."""
-    if first is None:
-        return b"", True
-    if q.empty():
-        return first, False
-    parts = [first]
-    while not q.empty():
-        nxt = q.get_nowait()
-        if nxt is None:
-            return b"".join(parts), True
-        parts.append(nxt)
-    return b"".join(parts), False
-
-
 async def _cancel_all(tasks: list[asyncio.Task[None]]) -> None:
     """Cancel and reap; re-cancel stragglers (3.11's wait_for can swallow a cancellation)."""
     pending = {t for t in tasks if not t.done()}
@@ -260,11 +245,15 @@ class HostLink:
             await self.transport.close()
 
     async def _open(self, command: str) -> tuple[RemoteStream, asyncio.Queue[bytes | None], asyncio.Task[None]]:
+        stream = await self._open_stream(command)
+        q: asyncio.Queue[bytes | None] = asyncio.Queue()
+        return stream, q, asyncio.create_task(_pump(stream, q))
+
+    async def _open_stream(self, command: str) -> RemoteStream:
         stream = await self.transport.stream(self._prefix + command)
         self.streams_opened += 1
         self._opened[id(stream)] = (self._prefix + command, time.monotonic())
-        q: asyncio.Queue[bytes | None] = asyncio.Queue()
-        return stream, q, asyncio.create_task(_pump(stream, q))
+        return stream
 
     async def _shut(self, stream: RemoteStream, pump: asyncio.Task[None]) -> None:
         pump.cancel()
@@ -383,38 +372,43 @@ class HostLink:
             files = [(t.path, t.offset) for t in specs]
             agent = self.use_agent
             try:
-                stream, q, pump = await self._open(agent_tail_command(self.host.python, files) if agent
-                                                   else tail_command(files))
+                stream = await self._open_stream(agent_tail_command(self.host.python, files) if agent
+                                                 else tail_command(files))
             except TransportError as e:
                 for t in specs:
                     self.emit([LogError(t.server, time.time(), str(e))])
                 await asyncio.sleep(2)
                 continue
-            reader = FrameReader()
-            got, t0 = False, time.monotonic()
+            t0 = time.monotonic()
+            seen = [t0, 0.0]  # last chunk (monotonic), chunks so far
+            reading = asyncio.create_task(self._consume_tail(stream, specs, seen))
             changed = asyncio.create_task(self._tail_changed.wait())
             try:
-                while not changed.done():
-                    get = asyncio.create_task(q.get())
-                    done, _ = await asyncio.wait({get, changed}, timeout=self.watchdog_s,
+                while True:
+                    done, _ = await asyncio.wait({reading, changed}, timeout=self.watchdog_s,
                                                  return_when=asyncio.FIRST_COMPLETED)
-                    if get not in done:
-                        get.cancel()
-                        if not done:  # no heartbeat: the loop or the link is stuck; restart the tail
-                            break
-                        continue
-                    data, ended = _drain(get.result(), q)  # all that arrived meanwhile: one batch
-                    if data:
-                        got = True
-                        self._on_tail(specs, reader.feed(data))
-                    if ended:
-                        if agent and not got:
+                    if changed in done:
+                        break
+                    if reading in done:  # the stream ended (or the link went)
+                        if agent and not seen[1]:
                             self._agent_failed(t0)
                         await asyncio.sleep(1)
                         break
+                    if time.monotonic() - seen[0] >= self.watchdog_s:
+                        break  # no heartbeat: the loop or the link is stuck; restart the tail
             finally:
                 changed.cancel()
-                await self._shut(stream, pump)
+                await self._shut(stream, reading)
+
+    async def _consume_tail(self, stream: RemoteStream, specs: list[TailSpec], seen: list[float]) -> None:
+        """Chunks straight into the state, in this task: no queue hop and no task per chunk (a flood sends
+        hundreds a second)."""
+        reader = FrameReader()
+        with contextlib.suppress(TransportError, OSError):  # the link went: the tail loop reopens
+            async for data in stream.chunks():
+                seen[0] = time.monotonic()
+                seen[1] += 1
+                self._on_tail(specs, reader.feed(data))
 
     def _on_tail(self, specs: list[TailSpec], items: list[Chunk | Truncated | Missing | str]) -> None:
         events: list[Event] = []

@@ -16,15 +16,16 @@ from textual.worker import Worker, WorkerState
 
 from console.config import Fleet
 from console.fleet.api import FleetApi
-from console.fleet.events import Event, Notice
+from console.fleet.events import Event, Notice, event_host
 from console.fleet.state import FleetState, ServerState
 from console.ui.actions import MUTATING, ActionsMixin
 from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
 from console.ui.messages import FleetChanged
 from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
 
-SYNC_MIN_S = 0.25
-"""Screens repaint from state at most 4 times a second, however many event batches arrive."""
+SYNC_MIN_S = 0.5
+"""Screens repaint from state at most twice a second, however many event batches arrive (nvidia-smi samples
+at 1 Hz; each repaint of the fleet screen is a frame of most of the terminal). The live log does not wait."""
 
 TICK_S = 1.0
 """Without events, screens still re-read state this often: ages and staleness are shown in whole seconds."""
@@ -69,6 +70,8 @@ class DflashApp(ActionsMixin, App[int]):
         self._sync_pending = False
         self._change_posted = False
         self._told_ready: set[str] = set()
+        self._dirty_hosts: set[str] | None = None
+        """Hosts that events touched since the last sync; None: all of them."""
         self.activity: deque[Notice] = deque(maxlen=200)
         """Every notice toasted, for the fleet screen's activity panel."""
         loaded = load_themes()
@@ -136,6 +139,13 @@ class DflashApp(ActionsMixin, App[int]):
 
         A log flood delivers hundreds of batches a second; a message per batch was pure overhead.
         """
+        if self._dirty_hosts is not None:
+            for ev in events:
+                h = event_host(ev, self.state)
+                if h is None:  # cannot tell (a removed server, a new kind of event): redraw everything
+                    self._dirty_hosts = None
+                    break
+                self._dirty_hosts.add(h)
         if not self._change_posted:
             self._change_posted = True
             self.post_message(FleetChanged())
@@ -185,21 +195,28 @@ class DflashApp(ActionsMixin, App[int]):
         self._sync_screens()
 
     def _tick(self) -> None:
-        """Ages tick even when nothing arrives, so stale numbers are shown as stale."""
+        """Ages tick even when nothing arrives, so stale numbers are shown as stale: a full sync."""
+        self._dirty_hosts = None
         self._sync_screens()
 
     def _sync_screens(self) -> None:
+        """Screens re-read state; the fleet screen only for the hosts that events touched since the last sync."""
         self._last_sync = time.monotonic()
+        hosts, self._dirty_hosts = self._dirty_hosts, set()
         if self._exit_renderables or not self.is_running:
             return
         self._ready_fallback()
         for screen in self.screen_stack:
-            sync = getattr(screen, "sync", None)
-            if sync is not None and screen.is_attached:
-                try:
+            if not screen.is_attached:
+                continue
+            try:
+                partial = getattr(screen, "sync_hosts", None)
+                if partial is not None:
+                    partial(hosts)
+                elif (sync := getattr(screen, "sync", None)) is not None:
                     sync()
-                except NoMatches:  # a screen being torn down between two ticks
-                    pass
+            except NoMatches:  # a screen being torn down between two ticks
+                pass
 
     # -- selection -----------------------------------------------------------------------
     def selected_server(self) -> ServerState | None:

@@ -100,6 +100,7 @@ class FleetScreen(ServerKeys, Screen):
         self._box: HostList | None = None
         self._activity: ActivityLog | None = None
         self._bands: dict[str, HostBand] = {}
+        self._shape: tuple[int, ...] = ()
 
     def compose(self) -> ComposeResult:
         self._topbar = Static("", id="topbar", markup=False)
@@ -121,6 +122,10 @@ class FleetScreen(ServerKeys, Screen):
 
     def sync(self) -> None:
         """Adds bands for new hosts and re-syncs every band (cheap: off-screen panes wait, the rest only repaint)."""
+        self.sync_hosts(None)
+
+    def sync_hosts(self, hosts: set[str] | None) -> None:
+        """Re-syncs the bands of `hosts` (None: all); the app passes the hosts that events touched."""
         if self._box is None or not self.children:
             return  # a tick before compose
         box = self._box
@@ -128,9 +133,12 @@ class FleetScreen(ServerKeys, Screen):
         if new:
             self._bands.update((b.host, b) for b in new)
             box.mount_all(new)
+        shape = tuple(len(h.gpus) for h in self.app.state.hosts.values())  # type: ignore[attr-defined]
+        if shape != self._shape:  # a host's GPU count sets every band's grid columns
+            self._shape, hosts = shape, None
         visible = visible_widgets(self)
         for band in self._bands.values():
-            if band not in new:
+            if band not in new and (hosts is None or band.host in hosts):
                 band.sync(visible)
         self._sync_topbar()
         if self._activity is not None:

@@ -16,6 +16,8 @@ from console.ui.visibility import visible_widgets
 from console.ui.widgets.gpu_pane import GpuPane, colours
 
 PANE_MIN_WIDTH = 36
+LIVE_S = 2.5
+"""GPU figures younger than this are called live (telemetry arrives every second)."""
 
 
 def grid_columns(width: int, n: int) -> int:
@@ -75,8 +77,8 @@ class HostHeader(Static):
         a = h.age_s(now)
         if h.stale(now):
             parts.append((f" · stale {fmt.age(a)}" if a is not None else " · no data yet", c["stale"]))
-        elif a is not None:
-            parts.append((f" · data {fmt.age(a)}", c["dim"]))
+        elif a is not None:  # at 1 Hz the age is always 0-1 s: a flickering number says less than "live"
+            parts.append((" · live" if a < LIVE_S else f" · data {fmt.age(a)}", c["dim"]))
         if h.telemetry_error:
             parts.append((f" · {fmt.clean(h.telemetry_error, 60)}", c["gpu-warm"]))
         content = Content.assemble(*parts)
