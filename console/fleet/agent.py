@@ -136,11 +136,11 @@ def agent_procs_command(python: str, interval_s: float = 1.0, apps_every_s: floa
             f"{apps_every_s:g} {shlex.quote(nvsmi.query_apps_command())} {shlex.quote(SGLANG_RE)}")
 
 
-TAIL_GAP_S = 0.03
+TAIL_GAP_S = 0.05
 """While lines keep coming, the tail writes at most this often (one SSH packet for every file's news).
 
 A line after a quiet spell goes out within the 10 ms poll; a stream of them (16 servers × 50 lines/s)
-arrives in ~30 batches a second per host instead of one packet per line, which was most of the
+arrives in ~20 batches a second per host instead of one packet per line, which was most of the
 console's CPU in benchmarks/bench_console_cpu.py."""
 
 
