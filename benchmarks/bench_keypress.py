@@ -54,15 +54,15 @@ def _wait(con: TmuxConsole, pred: Callable[[str], bool], timeout: float) -> floa
 
 def presses(con: TmuxConsole, n: int, timeout: float = 5.0) -> tuple[dict[str, list[float]], int]:
     """n rounds of: `right` (focus moves to the next pane), `left` (back), `?` (help opens), `escape`."""
-    out: dict[str, list[float]] = {"right/left": [], "?/escape": []}
+    out: dict[str, list[float]] = {"right": [], "left": [], "? (help opens)": [], "escape (help closes)": []}
     lost = 0
     for _ in range(n):
         col = _focus_col(con.screen())
         for key, kind, pred in (
-            ("Right", "right/left", lambda s, c=col: _focus_col(s) not in (c, -1)),
-            ("Left", "right/left", lambda s, c=col: _focus_col(s) == c),
-            ("?", "?/escape", lambda s: MARK in s),
-            ("Escape", "?/escape", lambda s: MARK not in s),
+            ("Right", "right", lambda s, c=col: _focus_col(s) not in (c, -1)),
+            ("Left", "left", lambda s, c=col: _focus_col(s) == c),
+            ("?", "? (help opens)", lambda s: MARK in s),
+            ("Escape", "escape (help closes)", lambda s: MARK not in s),
         ):
             t0 = time.monotonic()
             con.keys(key)

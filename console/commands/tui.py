@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import os
+
+ESCDELAY_MS = 25
+"""How long a lone ESC byte waits for the rest of an escape sequence before it counts as the Escape key.
+
+Textual's default is 100 ms, which made every Escape (close a dialog, leave a screen) a tenth of a
+second slow (benchmarks/bench_keypress.py). 25 ms is what tmux and editors commonly use locally; set
+ESCDELAY yourself (e.g. `ESCDELAY=100`) on a link slow enough to split escape sequences.
+"""
 
 
 def run_tui(args: argparse.Namespace) -> int:
     """Imports Textual only here, so the script subcommands start without it."""
+    os.environ.setdefault("ESCDELAY", str(ESCDELAY_MS))  # read once, when Textual is first imported
     from console.ui.app import run_app
 
     return run_app(args)

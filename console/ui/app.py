@@ -11,6 +11,7 @@ from typing import Any
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.driver import Driver
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -18,6 +19,7 @@ from console.config import Fleet
 from console.fleet.api import FleetApi
 from console.fleet.events import Event, Notice, event_host
 from console.fleet.state import FleetState, ServerState
+from console.ui import gcpolicy
 from console.ui.actions import MUTATING, ActionsMixin
 from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
 from console.ui.messages import FleetChanged
@@ -26,6 +28,9 @@ from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
 SYNC_MIN_S = 0.5
 """Screens repaint from state at most twice a second, however many event batches arrive (nvidia-smi samples
 at 1 Hz; each repaint of the fleet screen is a frame of most of the terminal). The live log does not wait."""
+
+SETTLE_S = 5.0
+"""After the fleet connects, this long until the start-up objects are frozen out of the collector's sight."""
 
 TICK_S = 1.0
 """Without events, screens still re-read state this often: ages and staleness are shown in whole seconds."""
@@ -99,10 +104,16 @@ class DflashApp(ActionsMixin, App[int]):
     def now(self) -> float:
         return self.clock()
 
+    def get_driver_class(self) -> type[Driver]:
+        from console.ui.driver import driver_class
+
+        return driver_class(super().get_driver_class())
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(SEMANTIC_DEFAULTS)
 
     def on_mount(self) -> None:
+        gcpolicy.tune()
         if self._wanted_theme in self.available_themes:
             self.theme = self._wanted_theme
         else:
@@ -130,6 +141,7 @@ class DflashApp(ActionsMixin, App[int]):
         await self.api.start()
         self.status_line = ""
         self.post_message(FleetChanged())
+        self.set_timer(SETTLE_S, gcpolicy.settle)  # hosts connected, panes built: freeze the survivors
         if self.demo is not None:
             self.run_worker(self.demo.after_start(self.api), name="demo-scene", group="demo", exit_on_error=False,
                             description="demo: opening servers")

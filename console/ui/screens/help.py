@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
@@ -24,11 +23,28 @@ def binding_rows(screen: Screen) -> list[tuple[str, str, str, bool]]:
     return [(" ".join(dict.fromkeys(k)), d, i, e) for k, d, i, e in rows.values()]
 
 
+def key_table(rows: list[tuple[str, str, str, bool]]) -> Content:
+    """Three aligned columns (key, what it does, keymap id) as plain Content: a Rich Table took ~50 ms to draw."""
+    kw = max([3, *(len(k) for k, _, _, _ in rows)])
+    iw = max([9, *(len(i) for _, _, i, _ in rows)])
+    head = Content.styled(f"{'key'.ljust(kw)}  {'keymap id'.ljust(iw)}  what it does", "bold underline")
+    lines = [head]
+    for keys, desc, ident, enabled in rows:
+        lines.append(Content.assemble((keys.ljust(kw), "bold"), "  ", (ident.ljust(iw), "dim"), "  ",
+                                      (desc, "" if enabled else "dim")))
+    return Content("\n").join(lines)
+
+
 class HelpScreen(ModalScreen[None]):
-    """Keys for the current screen; the command palette (ctrl+p) has the rest as `group: verb`."""
+    """Keys for the current screen; the command palette (ctrl+p) has the rest as `group: verb`.
+
+    Opaque on purpose: a translucent modal makes Textual re-render the whole screen below through Rich
+    for every frame of the dialog (~100 ms at 200×60 with 64 GPU panes; benchmarks/bench_keypress.py).
+    """
 
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", id="help-close")]
     DEFAULT_CSS = """
+    HelpScreen { background: $background; }
     HelpScreen .dialog { max-width: 100; }
     HelpScreen .help-foot { height: auto; color: $text-muted; margin-top: 1; }
     """
@@ -38,15 +54,9 @@ class HelpScreen(ModalScreen[None]):
         self.under = under
 
     def compose(self) -> ComposeResult:
-        table = Table(box=None, expand=True, show_edge=False, pad_edge=False)
-        table.add_column("key", style="bold", no_wrap=True)
-        table.add_column("what it does", ratio=1)
-        table.add_column("keymap id", style="dim", no_wrap=True)
-        for keys, desc, ident, enabled in sorted(binding_rows(self.under), key=lambda r: r[2]):
-            table.add_row(Text(keys), Text(desc, style="" if enabled else "dim"), Text(ident))
         with VerticalScroll(classes="dialog"):
             yield Static("Keys", classes="dialog-title", markup=False)
-            yield Static(table)
+            yield Static(key_table(sorted(binding_rows(self.under), key=lambda r: r[2])), markup=False)
             yield Static("ctrl+p: command palette (server: relaunch, host: reconnect, …)\n"
                          "remap any id in hosts.toml [keymap], e.g. launch = \"ctrl+l\"", classes="help-foot",
                          markup=False)
