@@ -22,10 +22,10 @@ import os, re, sys, time, shlex, subprocess
 out = sys.stdout.buffer
 def w(b):
     out.write(b); out.flush()
-def procs_mode(interval, apps_every, apps_cmd, pattern):
+def procs_mode(interval, apps_every, apps_cmd, pattern, fast_every):
     rx = re.compile(pattern)
     have_proc = os.path.isdir("/proc/self")
-    last_apps = 0.0; last_sids = None; backoff_until = 0.0; fast_until = 0.0
+    last_apps = 0.0; last_sids = None; backoff_until = 0.0; fast_until = 0.0; last_text = None; same = 0
     while True:
         rows = []
         if have_proc:
@@ -60,9 +60,9 @@ def procs_mode(interval, apps_every, apps_cmd, pattern):
         now = time.time()
         w(("==> ps %.6f\n" % now).encode() + body.encode("utf-8", "replace"))
         if last_sids is not None and pids != last_sids:
-            fast_until = now + 60  # a server or its ranks came or went: keep GPU memory fresh while it loads
+            fast_until = now + 60; same = 0  # a server or its ranks came or went: keep its VRAM fresh while it loads
         last_sids = pids
-        every = 3 if now < fast_until else apps_every
+        every = fast_every if now < fast_until else apps_every
         if now >= backoff_until and now - last_apps >= every:
             last_apps = now
             try:
@@ -75,6 +75,11 @@ def procs_mode(interval, apps_every, apps_cmd, pattern):
             w(b"==> apps\n" + text + (b"" if text.endswith(b"\n") or not text else b"\n") + b"==> rc %d\n" % rc)
             if rc != 0:
                 backoff_until = now + 60
+            if now < fast_until:  # three equal readings in a row: loading is over, back to the slow pace
+                same = same + 1 if text == last_text else 0
+                if same >= 2:
+                    fast_until = 0.0
+            last_text = text
         w(b"==> end\n")
         time.sleep(interval)
 def tail_mode(pairs, max_frame, gap):
@@ -115,7 +120,8 @@ def tail_mode(pairs, max_frame, gap):
 try:
     mode = sys.argv[1]
     if mode == "procs":
-        procs_mode(float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5])
+        procs_mode(float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5],
+                   float(sys.argv[6]) if len(sys.argv) > 6 else 3.0)
     else:
         a = sys.argv[4:]
         tail_mode(list(zip(a[0::2], a[1::2])), int(sys.argv[2]), float(sys.argv[3]))
@@ -129,11 +135,14 @@ def _python(python: str) -> str:
     return shell_path(python) if python.startswith("~") else shlex.quote(python)
 
 
-def agent_procs_command(python: str, interval_s: float = 1.0, apps_every_s: float = 30.0) -> str:
-    """The process loop: SGLang sessions every second; compute apps every 3 s for a minute after a server
-    process came or went, else every 30 s (2 spawns a minute in steady state)."""
+def agent_procs_command(python: str, interval_s: float = 1.0, apps_every_s: float = 60.0,
+                        fast_every_s: float = 3.0, apps_command: str | None = None, pattern: str = SGLANG_RE) -> str:
+    """The process loop: SGLang sessions every second; compute apps (per-process VRAM) every 3 s after a
+    server process came or went, until three readings agree or a minute passes, else once a minute
+    (1 spawn a minute in steady state; the GPUs' own memory figures stream every second regardless)."""
     return (f"exec {_python(python)} -I -S -u -c {shlex.quote(AGENT_SOURCE)} procs {interval_s:g} "
-            f"{apps_every_s:g} {shlex.quote(nvsmi.query_apps_command())} {shlex.quote(SGLANG_RE)}")
+            f"{apps_every_s:g} {shlex.quote(apps_command or nvsmi.query_apps_command())} {shlex.quote(pattern)} "
+            f"{fast_every_s:g}")
 
 
 TAIL_GAP_S = 0.05

@@ -384,3 +384,55 @@ async def test_search_escape_closes_box_not_screen(make_app) -> None:  # type: i
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, FleetScreen)
+
+
+async def test_off_screen_pane_waits_then_catches_up_when_scrolled_into_view(make_app) -> None:  # type: ignore[no-untyped-def]
+    """64-pane fleets: a pane below the fold is not rebuilt on every sync, yet shows fresh figures once seen."""
+    from console.fleet.events import GpuSample
+    from console.ui.visibility import visible_widgets
+    from tests.ui.fakes import PRO6000, gpu
+
+    api = FakeApi(scenario(crashed=False, eight=True))
+    app = make_app(api)
+    app._tick = lambda: None  # no 1 s full sync: only the scroll may bring the pane up to date
+    async with app.run_test(size=(100, 24)) as pilot:
+        await pilot.pause(SYNC_MIN_S + 0.1)
+        panes = {(p.host, p.gpu): p for p in app.screen.query(GpuPane)}
+        last = panes[("blackwell", 7)]
+        assert last not in visible_widgets(last)
+        drawn = last._drawn_key
+        b = tuple(gpu(i, PRO6000, 556, 97_887, 77 if i == 7 else 0, 30, 21.0, 600) for i in range(8))
+        api.emit(GpuSample("blackwell", NOW, b))
+        await pilot.pause(SYNC_MIN_S + 0.1)
+        assert last.behind and last._drawn_key == drawn  # nothing built for a pane nobody sees
+        last.focus()
+        last.scroll_visible(animate=False)
+        await pilot.pause(0.2)
+        assert last in visible_widgets(last)
+        assert not last.behind
+        assert "util  77%" in last.render().plain
+
+
+async def test_telemetry_for_one_host_repaints_only_that_hosts_band(make_app) -> None:  # type: ignore[no-untyped-def]
+    from console.fleet.events import GpuSample
+    from tests.ui.fakes import A6000, gpu
+
+    api = FakeApi(scenario(crashed=False))
+    app = make_app(api)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause(SYNC_MIN_S + 0.1)
+        panes = {(p.host, p.gpu): p for p in app.screen.query(GpuPane)}
+        synced: list[tuple[str, int]] = []
+        for key, p in panes.items():
+            orig = p.sync
+
+            def spy(visible=None, _orig=orig, _key=key):  # type: ignore[no-untyped-def]
+                synced.append(_key)
+                return _orig(visible)
+
+            p.sync = spy  # type: ignore[method-assign]
+        a = (gpu(0, A6000, 44_210, 49_140, 12, 71, 231.4, 300), gpu(1, A6000, 44_198, 49_140, 13, 68, 224.9, 300))
+        api.emit(GpuSample("ct129", NOW, a))
+        app._sync_screens()  # the coalesced sync that event triggers (the 1 s tick would sync everything)
+        assert synced and {h for h, _ in synced} == {"ct129"}
+        assert "util  12%" in panes[("ct129", 0)].render().plain

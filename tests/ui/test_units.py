@@ -106,3 +106,40 @@ async def test_user_theme_selected_by_flag(tmp_path: Path, monkeypatch: pytest.M
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert app.theme == "dflash-dark"
+
+
+def test_escape_wait_follows_the_parser_not_the_idle_poll() -> None:
+    from console.ui.driver import POLL_S, next_wait
+
+    assert next_wait(None, 100.0) == POLL_S
+    assert next_wait(100.010, 100.0) == pytest.approx(0.010)
+    assert next_wait(99.0, 100.0) == 0.0  # overdue: do not sleep at all
+    assert next_wait(105.0, 100.0) == POLL_S
+
+
+def test_pane_row_keys_split_text_and_styles_by_row() -> None:
+    from textual.content import Content
+
+    from console.ui.widgets.gpu_pane import _row_keys
+
+    c = Content("\n").join([Content.styled("ab", "bold"), Content("cd"), Content.styled("ef", "red")])
+    rows = _row_keys((c.plain, tuple(c.spans), None))
+    assert [r[0] for r in rows] == ["ab", "cd", "ef"]
+    assert rows[0][1] == ((0, 2, "bold"),) and rows[1][1] == () and rows[2][1] == ((0, 2, "red"),)
+    whole = c.stylize("dim")  # a style over every row (a stale pane) changes every row's key
+    assert all(any(s[2] == "dim" for s in r[1]) for r in _row_keys((whole.plain, tuple(whole.spans), None)))
+
+
+def test_event_host_names_the_host_of_every_kind_of_event() -> None:
+    from console.fleet.events import GpuSample, HealthResult, LogData, ServerRemoved, ServerSeen, event_host
+    from console.fleet.state import FleetState
+    from tests.ui.fakes import meta
+
+    st = FleetState(["a", "b"])
+    m = meta("p", "b", (0,), 30000, pid=1, sid=1)
+    st.apply(ServerSeen(m, 1.0))
+    assert event_host(GpuSample("a", 1.0, ()), st) == "a"
+    assert event_host(ServerSeen(m, 1.0), st) == "b"
+    assert event_host(LogData(m.name, 1.0, "/x.log", 0, b"x\n"), st) == "b"
+    assert event_host(HealthResult(m.name, 1.0, "ok"), st) == "b"
+    assert event_host(ServerRemoved("gone-already", 1.0), st) is None  # unknown: the app redraws everything

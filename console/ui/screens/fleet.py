@@ -23,6 +23,16 @@ class HostList(VerticalScroll, can_focus=False, inherit_bindings=False):
 
     DEFAULT_CSS = "HostList { height: auto; max-height: 100%; }"
 
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) != round(new_value):  # panes that scroll into view catch up on what they missed
+            self.call_after_refresh(self.catch_up)
+
+    def catch_up(self) -> None:
+        visible = visible_widgets(self)
+        for band in self.query(HostBand):
+            band.catch_up(visible)
+
 
 SERVER_ACTIONS = {"relaunch", "stop", "probe", "details", "bench"}
 

@@ -150,7 +150,7 @@ class GpuPane(Widget, can_focus=True):
         self._drawn: Content | None = None
         self._drawn_key: tuple[object, ...] | None = None
         self._class_key: tuple[object, ...] | None = None
-        self._behind = False
+        self.behind = False
         """State changed while the pane was off screen; it has not been redrawn since."""
 
     def on_focus(self) -> None:
@@ -170,9 +170,9 @@ class GpuPane(Widget, can_focus=True):
     def sync(self, visible: Container[Widget] | None = None) -> None:
         """Re-reads state: classes, titles and a repaint; a pane off screen only notes that it is behind."""
         if self not in (visible_widgets(self) if visible is None else visible):
-            self._behind = True  # on_show / on_resize catch up when it scrolls into view
+            self.behind = True  # caught up on show/resize, or by HostList.catch_up after a scroll
             return
-        self._behind = False
+        self.behind = False
         host = self.state.host(self.host)
         g = host.gpus.get(self.gpu)
         srv = self.server()
@@ -229,17 +229,17 @@ class GpuPane(Widget, can_focus=True):
             self.refresh(*rows)
 
     def on_show(self) -> None:
-        if self._behind:
+        if self.behind:
             self.sync()
 
     def on_resize(self) -> None:
         """Also sent to panes that a scroll exposes: bring a pane that was off screen up to date."""
-        if self._behind:
+        if self.behind:
             self.sync()
 
     # -- drawing -------------------------------------------------------------------------
     def render(self) -> Content:
-        if (not self._behind and self._drawn is not None and self._drawn_key is not None
+        if (not self.behind and self._drawn is not None and self._drawn_key is not None
                 and self._drawn_key[2] == self.outer_size):
             return self._drawn
         self._drawn = self._build()

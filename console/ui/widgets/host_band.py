@@ -150,6 +150,14 @@ class HostBand(Vertical):
         for p in self._panes:
             p.sync(vis)
 
+    def catch_up(self, visible: WidgetSet[Widget]) -> None:
+        """Sync what is on screen now but was skipped while off it (after a scroll)."""
+        if self._header.behind and self._header in visible:
+            self._header.sync()
+        for p in self._panes:
+            if p.behind and p in visible:
+                p.sync(visible)
+
     def reflow(self) -> None:
         if not self.children:
             return  # not composed yet: on_mount syncs

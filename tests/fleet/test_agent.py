@@ -1,0 +1,120 @@
+"""The remote monitor agent, run as a real process on this machine (it is plain Python; /proc is real)."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from console.fleet.agent import agent_procs_command, agent_tail_command
+from console.fleet.logtail import Chunk, FrameReader
+
+
+class Reader:
+    """Collects an agent's stdout in a thread, each os-level read kept separately."""
+
+    def __init__(self, command: str) -> None:
+        self.proc = subprocess.Popen(["/bin/sh", "-c", command], stdout=subprocess.PIPE)
+        self.reads: list[bytes] = []
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        assert self.proc.stdout is not None
+        while data := self.proc.stdout.read1(1 << 20):  # type: ignore[attr-defined]
+            self.reads.append(data)
+
+    def data(self) -> bytes:
+        return b"".join(self.reads)
+
+    def wait_for(self, pred: object, timeout: float = 10.0) -> None:
+        end = time.monotonic() + timeout
+        while not pred():  # type: ignore[operator]
+            assert time.monotonic() < end, f"agent output so far: {self.data()[-2000:]!r}"
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self._t.join(5)
+
+
+def _chunks(data: bytes) -> list[Chunk]:
+    return [c for c in FrameReader().feed(data) if isinstance(c, Chunk)]
+
+
+def test_tail_delivers_every_byte_once_with_offsets_and_batches_a_stream(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_bytes(b"old line\n")
+    b.write_bytes(b"")
+    r = Reader(agent_tail_command(sys.executable, [(str(a), 9), (str(b), 0)], gap_s=0.2))
+    try:
+        with a.open("ab", buffering=0) as fa, b.open("ab", buffering=0) as fb:
+            for i in range(300):  # a burst: far more lines than the agent has writes in its gap
+                fa.write(b"a %d\n" % i)
+                fb.write(b"b %d\n" % i)
+        want_a = b"".join(b"a %d\n" % i for i in range(300))
+        want_b = b"".join(b"b %d\n" % i for i in range(300))
+
+        def done() -> bool:
+            got = _chunks(r.data())
+            return (sum(len(c.data) for c in got if c.index == 0) == len(want_a)
+                    and sum(len(c.data) for c in got if c.index == 1) == len(want_b))
+
+        r.wait_for(done)
+        chunks = _chunks(r.data())
+        for idx, want, start in ((0, want_a, 9), (1, want_b, 0)):
+            mine = [c for c in chunks if c.index == idx]
+            assert b"".join(c.data for c in mine) == want  # nothing lost, nothing twice, old bytes skipped
+            offs = [c.offset for c in mine]
+            assert offs[0] == start and all(x.offset + len(x.data) == y.offset for x, y in itertools.pairwise(mine))
+        assert len(chunks) < 40, "a burst of 600 lines should come in a handful of frames"
+    finally:
+        r.stop()
+
+
+def test_tail_reports_truncation_and_a_missing_file(tmp_path: Path) -> None:
+    a = tmp_path / "a.log"
+    a.write_bytes(b"x" * 100)
+    r = Reader(agent_tail_command(sys.executable, [(str(a), 100), (str(tmp_path / "nope.log"), 0)]))
+    try:
+        r.wait_for(lambda: b"==> 1 G\n" in r.data())
+        a.write_bytes(b"new\n")
+        r.wait_for(lambda: b"==> 0 T 4\n" in r.data())
+        r.wait_for(lambda: any(c.data == b"new\n" and c.offset == 0 for c in _chunks(r.data())))
+    finally:
+        r.stop()
+
+
+def test_compute_apps_fast_while_a_server_starts_then_slow_once_readings_agree(tmp_path: Path) -> None:
+    """A server process appears: apps are polled quickly; three equal readings end that at once."""
+    marker = f"dfc-agent-test-{time.monotonic_ns()}"
+    reading = tmp_path / "apps.txt"  # what the stand-in compute-apps query prints
+    reading.write_text("no compute apps\n")
+    apps = tmp_path / "apps.sh"
+    apps.write_text(f"#!/bin/sh\ncat {reading}\n")
+    apps.chmod(0o755)
+    cmd = agent_procs_command(sys.executable, interval_s=0.02, apps_every_s=3600, fast_every_s=0.05,
+                              apps_command=str(apps), pattern=marker)
+    r = Reader(cmd)
+    server = None
+    try:
+        r.wait_for(lambda: r.data().count(b"==> apps\n") >= 1 and r.data().count(b"==> end\n") >= 5)
+        assert r.data().count(b"==> apps\n") == 1  # at start, then the slow pace (an hour here)
+        reading.write_text("1234, 40000 MiB\n")  # the server's VRAM, settled at once
+        server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
+        r.wait_for(lambda: str(server.pid).encode() in r.data())
+        r.wait_for(lambda: r.data().count(b"==> apps\n") >= 4)
+        seen = r.data().count(b"==> apps\n")
+        ends = r.data().count(b"==> end\n")
+        r.wait_for(lambda: r.data().count(b"==> end\n") >= ends + 30)  # 30 more rounds, ~0.6 s
+        assert r.data().count(b"==> apps\n") == seen == 4  # fast readings 1-3 agreed: slow again
+        assert r.data().count(b"40000 MiB") == 3
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+        r.stop()
