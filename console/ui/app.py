@@ -17,7 +17,16 @@ from textual.worker import Worker, WorkerState
 
 from console.config import Fleet
 from console.fleet.api import FleetApi
-from console.fleet.events import Event, Notice, event_host
+from console.fleet.events import (
+    Event,
+    GpuSample,
+    HealthResult,
+    LogData,
+    MetricsSample,
+    Notice,
+    ProcessSample,
+    event_host,
+)
 from console.fleet.state import FleetState, ServerState
 from console.ui import gcpolicy
 from console.ui.actions import MUTATING, ActionsMixin
@@ -28,6 +37,10 @@ from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
 SYNC_MIN_S = 0.5
 """Screens repaint from state at most twice a second, however many event batches arrive (nvidia-smi samples
 at 1 Hz; each repaint of the fleet screen is a frame of most of the terminal). The live log does not wait."""
+
+STREAMING = (LogData, GpuSample, ProcessSample, HealthResult, MetricsSample)
+"""Events that arrive many times a second and are repainted at most every SYNC_MIN_S; any other kind
+(a launch, stop, crash, host up/down) repaints at once."""
 
 SETTLE_S = 5.0
 """After the fleet connects, this long until the start-up objects are frozen out of the collector's sight."""
@@ -74,6 +87,7 @@ class DflashApp(ActionsMixin, App[int]):
         self._last_sync = 0.0
         self._sync_pending = False
         self._change_posted = False
+        self._urgent = False
         self._told_ready: set[str] = set()
         self._dirty_hosts: set[str] | None = None
         """Hosts that events touched since the last sync; None: all of them."""
@@ -158,6 +172,8 @@ class DflashApp(ActionsMixin, App[int]):
                     self._dirty_hosts = None
                     break
                 self._dirty_hosts.add(h)
+        if not self._urgent and any(not isinstance(ev, STREAMING) for ev in events):
+            self._urgent = True  # a launch, stop, crash or host change is shown at once, not coalesced
         if not self._change_posted:
             self._change_posted = True
             self.post_message(FleetChanged())
@@ -196,7 +212,7 @@ class DflashApp(ActionsMixin, App[int]):
             pull()
         now = time.monotonic()
         wait = self._last_sync + SYNC_MIN_S - now
-        if wait <= 0:
+        if wait <= 0 or self._urgent:
             self._sync_screens()
         elif not self._sync_pending:
             self._sync_pending = True
@@ -215,6 +231,7 @@ class DflashApp(ActionsMixin, App[int]):
         """Screens re-read state; the fleet screen only for the hosts that events touched since the last sync."""
         self._last_sync = time.monotonic()
         hosts, self._dirty_hosts = self._dirty_hosts, set()
+        self._urgent = False
         if self._exit_renderables or not self.is_running:
             return
         self._ready_fallback()

@@ -33,3 +33,24 @@ def visible_widgets(widget: Widget) -> Container[Widget]:
 def content_width(widget: Widget) -> int:
     """The widget's content width from its last layout, without asking the compositor where it is."""
     return max(0, widget.outer_size.width - widget.styles.gutter.width)
+
+
+class CatchUpWhenShown:
+    """For widgets that skip their sync while off screen: `behind` marks that, and showing them syncs.
+
+    Textual sends Show to newly visible widgets and Resize to those a layout resizes; panes a scroll
+    brings back unchanged get neither, so their scrolling container calls `sync` on them instead.
+    """
+
+    behind = False
+
+    def sync(self) -> None:
+        raise NotImplementedError
+
+    def on_show(self) -> None:
+        if self.behind:
+            self.sync()
+
+    def on_resize(self) -> None:
+        if self.behind:
+            self.sync()

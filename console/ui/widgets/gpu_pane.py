@@ -14,7 +14,7 @@ from textual.widget import Widget
 from console.fleet.state import FleetState, GpuState, HostState, ServerState
 from console.ui import format as fmt
 from console.ui.themes import SEMANTIC_DEFAULTS
-from console.ui.visibility import content_width, visible_widgets
+from console.ui.visibility import CatchUpWhenShown, content_width, visible_widgets
 
 HOT_C = 80
 WARM_C = 70
@@ -113,7 +113,7 @@ def server_label(server: ServerState) -> str:
     return f"{who}{port}{tp}"
 
 
-class GpuPane(Widget, can_focus=True):
+class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
     """One GPU: name, VRAM, util/temp/power, owning server, phase and throughput."""
 
     DEFAULT_CSS = """
@@ -167,7 +167,7 @@ class GpuPane(Widget, can_focus=True):
     def server(self) -> ServerState | None:
         return self.state.server_on_gpu(self.host, self.gpu)
 
-    def sync(self, visible: Container[Widget] | None = None) -> None:
+    def sync(self, visible: Container[Widget] | None = None) -> None:  # type: ignore[override]
         """Re-reads state: classes, titles and a repaint; a pane off screen only notes that it is behind."""
         if self not in (visible_widgets(self) if visible is None else visible):
             self.behind = True  # caught up on show/resize, or by HostList.catch_up after a scroll
@@ -227,15 +227,6 @@ class GpuPane(Widget, can_focus=True):
         rows = [Region(0, y, width, 1) for y, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
         if rows:
             self.refresh(*rows)
-
-    def on_show(self) -> None:
-        if self.behind:
-            self.sync()
-
-    def on_resize(self) -> None:
-        """Also sent to panes that a scroll exposes: bring a pane that was off screen up to date."""
-        if self.behind:
-            self.sync()
 
     # -- drawing -------------------------------------------------------------------------
     def render(self) -> Content:

@@ -12,7 +12,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from console.ui import format as fmt
-from console.ui.visibility import visible_widgets
+from console.ui.visibility import CatchUpWhenShown, visible_widgets
 from console.ui.widgets.gpu_pane import GpuPane, colours
 
 PANE_MIN_WIDTH = 36
@@ -34,22 +34,12 @@ def pane_height(screen_rows: int) -> int:
     return 7 if screen_rows < 30 else 11 if screen_rows >= 44 else 8
 
 
-class HostHeader(Static):
-    """`● ct129  up 3 min · 2 GPUs · data 1 s` — greyed with the age when stale."""
+class HostHeader(CatchUpWhenShown, Static):
+    """`● ct129  up · 2 GPUs · 1 server · live` — the age instead once data is 2.5 s old, greyed when stale."""
 
     def __init__(self, host: str) -> None:
         super().__init__(markup=False)
         self.host = host
-        self.behind = False
-        """Not synced while off screen; caught up when shown."""
-
-    def on_show(self) -> None:
-        if self.behind:
-            self.sync()
-
-    def on_resize(self) -> None:
-        if self.behind:
-            self.sync()
 
     def sync(self) -> None:
         self.behind = False
