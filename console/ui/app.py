@@ -33,6 +33,7 @@ from console.ui.actions import MUTATING, ActionsMixin
 from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
 from console.ui.messages import FleetChanged
 from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
+from console.ui.widgets.gpu_pane import log_view_key
 
 SYNC_MIN_S = 0.5
 """Screens repaint from state at most twice a second, however many event batches arrive (nvidia-smi samples
@@ -88,6 +89,7 @@ class DflashApp(ActionsMixin, App[int]):
         self._sync_pending = False
         self._change_posted = False
         self._urgent = False
+        self._log_keys: dict[str, tuple[object, ...]] = {}
         self._told_ready: set[str] = set()
         self._dirty_hosts: set[str] | None = None
         """Hosts that events touched since the last sync; None: all of them."""
@@ -167,6 +169,8 @@ class DflashApp(ActionsMixin, App[int]):
         """
         if self._dirty_hosts is not None:
             for ev in events:
+                if isinstance(ev, LogData) and not self._log_view_changed(ev.server):
+                    continue  # filler lines: nothing on the fleet screen changes
                 h = event_host(ev, self.state)
                 if h is None:  # cannot tell (a removed server, a new kind of event): redraw everything
                     self._dirty_hosts = None
@@ -181,6 +185,16 @@ class DflashApp(ActionsMixin, App[int]):
             self.toast(n)
             if n.server and n.message.endswith("is ready"):
                 self._told_ready.add(n.server)
+
+    def _log_view_changed(self, name: str) -> bool:
+        srv = self.state.servers.get(name)
+        if srv is None:
+            return True
+        key = log_view_key(srv)
+        if self._log_keys.get(name) == key:
+            return False
+        self._log_keys[name] = key
+        return True
 
     def _ready_fallback(self) -> None:
         """Toasts 'is ready' when a server went from starting straight to serving without a notice (per sync)."""

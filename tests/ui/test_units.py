@@ -143,3 +143,30 @@ def test_event_host_names_the_host_of_every_kind_of_event() -> None:
     assert event_host(LogData(m.name, 1.0, "/x.log", 0, b"x\n"), st) == "b"
     assert event_host(HealthResult(m.name, 1.0, "ok"), st) == "b"
     assert event_host(ServerRemoved("gone-already", 1.0), st) is None  # unknown: the app redraws everything
+
+
+def test_log_view_key_ignores_access_log_noise_but_not_batch_lines() -> None:
+    from console.fleet.events import LogData, ServerSeen
+    from console.fleet.state import FleetState
+    from console.ui.widgets.gpu_pane import log_view_key
+    from tests.ui.fakes import SERVING_LOG, meta
+
+    st = FleetState(["a"])
+    m = meta("p", "a", (0,), 30000, pid=1, sid=1)
+    st.apply(ServerSeen(m, 1.0))
+    path = m.log_path
+    off = 0
+
+    def feed(text: str) -> None:
+        nonlocal off
+        data = text.encode()
+        st.apply(LogData(m.name, 2.0, path, off, data))
+        off += len(data)
+
+    feed("".join(line + "\n" for line in SERVING_LOG))
+    srv = st.servers[m.name]
+    k0 = log_view_key(srv)
+    feed("[2026-12-01 14:05:00] INFO: 127.0.0.1:5000 - \"GET /health HTTP/1.1\" 200 OK\n" * 50)
+    assert log_view_key(srv) == k0  # access-log noise: the pane has nothing to redraw
+    feed(SERVING_LOG[-1] + "\n")  # another decode batch line: new throughput and load figures
+    assert log_view_key(srv) != k0

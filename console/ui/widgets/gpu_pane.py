@@ -86,6 +86,17 @@ def phase_class(server: ServerState | None) -> str:
     return "-starting"
 
 
+def log_view_key(server: ServerState) -> tuple[object, ...]:
+    """What a pane shows that comes from the server's log: when a log chunk leaves this unchanged
+    (lines that are neither progress, batch stats nor a crash), the pane has nothing to redraw."""
+    log = server.log
+    phase = server.phase
+    st = log.parser.stats if hasattr(log, "parser") else None
+    batches = (st.decode_lines, st.prefill_lines) if st is not None else (log.gen_throughput, log.running)
+    latest = log.line_count if phase in fmt.STARTING else 0  # a starting pane shows the latest line
+    return phase, log.shards, log.graphs, batches, latest
+
+
 def progress_text(server: ServerState) -> str:
     """`7/15 shards`, `bs 24/36`: the startup progress the log parser saw."""
     log = server.log
