@@ -73,6 +73,12 @@ class LogModel:
         return Phase.CRASHED.value if self.parser.crashed else self.parser.phase.value
 
     @property
+    def batch_lines(self) -> int:
+        """Decode and prefill batch lines seen: each one brings new throughput and load figures."""
+        st = self.parser.stats
+        return st.decode_lines + st.prefill_lines
+
+    @property
     def shards(self) -> tuple[int, int] | None:
         s = self.parser.draft_shards if self.parser.draft and self.parser.draft_shards else self.parser.shards
         return s.as_tuple() if s else None

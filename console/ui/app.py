@@ -189,6 +189,7 @@ class DflashApp(ActionsMixin, App[int]):
     def _log_view_changed(self, name: str) -> bool:
         srv = self.state.servers.get(name)
         if srv is None:
+            self._log_keys.pop(name, None)
             return True
         key = log_view_key(srv)
         if self._log_keys.get(name) == key:

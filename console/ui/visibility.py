@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Container
 
+from textual.content import Content
 from textual.widget import Widget
+from textual.widgets import Static
 
 
 class _Everything:
@@ -28,6 +30,17 @@ def visible_widgets(widget: Widget) -> Container[Widget]:
         return widget.screen._compositor.visible_widgets  # private, but no public equivalent
     except Exception:
         return EVERYTHING
+
+
+def update_row(widget: Static, content: Content) -> None:
+    """Show `content` on a one-row Static only when its text or styles changed, without a re-layout.
+
+    `Static.update` re-lays out the whole screen (64 panes) by default, even for the same text.
+    """
+    key = (content.plain, tuple(content.spans))
+    if key != getattr(widget, "_dfc_shown", None):
+        widget._dfc_shown = key  # type: ignore[attr-defined]
+        widget.update(content, layout=False)
 
 
 def content_width(widget: Widget) -> int:

@@ -39,6 +39,7 @@ class ScriptedLog:
     def __init__(self, phase: str = "launching", lines: list[str] | None = None, **kw: Any) -> None:
         self.lines: deque[str] = deque(lines or [], maxlen=20_000)
         self.line_count = len(self.lines)
+        self.batch_lines = 0
         self.gaps = 0
         self.phase = phase
         self.shards: tuple[int, int] | None = None

@@ -12,7 +12,7 @@ from textual.widgets import Footer, Static
 from console.fleet.state import ServerState
 from console.ui.actions import MUTATING
 from console.ui.bindings import refresh_bindings_if_changed
-from console.ui.visibility import visible_widgets
+from console.ui.visibility import update_row, visible_widgets
 from console.ui.widgets.activity import ActivityLog
 from console.ui.widgets.gpu_pane import GpuPane
 from console.ui.widgets.host_band import HostBand
@@ -106,7 +106,6 @@ class FleetScreen(ServerKeys, Screen):
         super().__init__()
         self.selection: tuple[str, int] | None = None
         self._topbar: Static | None = None
-        self._topbar_key: object = None
         self._box: HostList | None = None
         self._activity: ActivityLog | None = None
         self._bands: dict[str, HostBand] = {}
@@ -176,11 +175,7 @@ class FleetScreen(ServerKeys, Screen):
             parts.append(("  demo (simulated fleet)", "italic"))
         if app.status_line:  # type: ignore[attr-defined]
             parts.append("  " + app.status_line)  # type: ignore[attr-defined]
-        content = Content.assemble(*parts)
-        key = (content.plain, tuple(content.spans))
-        if key != self._topbar_key:
-            self._topbar_key = key
-            bar.update(content, layout=False)  # one fixed row
+        update_row(bar, Content.assemble(*parts))
 
     def on_resize(self) -> None:
         for band in self.query(HostBand):

@@ -91,10 +91,8 @@ def log_view_key(server: ServerState) -> tuple[object, ...]:
     (lines that are neither progress, batch stats nor a crash), the pane has nothing to redraw."""
     log = server.log
     phase = server.phase
-    st = log.parser.stats if hasattr(log, "parser") else None
-    batches = (st.decode_lines, st.prefill_lines) if st is not None else (log.gen_throughput, log.running)
     latest = log.line_count if phase in fmt.STARTING else 0  # a starting pane shows the latest line
-    return phase, log.shards, log.graphs, batches, latest
+    return phase, log.shards, log.graphs, log.batch_lines, latest
 
 
 def progress_text(server: ServerState) -> str:

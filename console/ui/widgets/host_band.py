@@ -12,7 +12,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from console.ui import format as fmt
-from console.ui.visibility import CatchUpWhenShown, visible_widgets
+from console.ui.visibility import CatchUpWhenShown, update_row, visible_widgets
 from console.ui.widgets.gpu_pane import GpuPane, colours
 
 PANE_MIN_WIDTH = 36
@@ -71,11 +71,7 @@ class HostHeader(CatchUpWhenShown, Static):
             parts.append((" · live" if a < LIVE_S else f" · data {fmt.age(a)}", c["dim"]))
         if h.telemetry_error:
             parts.append((f" · {fmt.clean(h.telemetry_error, 60)}", c["gpu-warm"]))
-        content = Content.assemble(*parts)
-        key = (content.plain, tuple(content.spans))
-        if key != getattr(self, "_shown", None):
-            self._shown = key
-            self.update(content, layout=False)  # one fixed row: a re-layout of 64 panes buys nothing
+        update_row(self, Content.assemble(*parts))
 
 
 class HostBand(Vertical):
@@ -96,7 +92,6 @@ class HostBand(Vertical):
         self._header = HostHeader(host)
         self._grid = Container(classes="gpus")
         self._nogpu = Static("waiting for nvidia-smi…", classes="nogpu", markup=False)
-        self._nogpu_text = ""
         self._panes: list[GpuPane] = []
         """Kept here: a DOM query per sync for 8 hosts × 4 syncs/s showed up in the profile."""
 
@@ -128,9 +123,7 @@ class HostBand(Vertical):
                    "connecting": "connecting…"}.get(h.conn, "waiting for nvidia-smi…")
             if h.telemetry_error:
                 why = f"no GPU data: {fmt.clean(h.telemetry_error, 200)}"
-            if why != self._nogpu_text:
-                self._nogpu_text = why
-                self._nogpu.update(Content(why))
+            update_row(self._nogpu, Content(why))
         self.reflow()
         vis = visible_widgets(self) if visible is None else visible
         if self._header in vis:
