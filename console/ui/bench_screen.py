@@ -107,7 +107,12 @@ class BenchScreen(Screen[list[LevelResult] | None]):
     def _status(self, text: str) -> None:
         self.query_one("#bench-status", Static).update(Text(text))
 
+    def on_unmount(self) -> None:
+        self._stop.set()  # the app is closing under a running sweep: end the generator thread too
+
     def _progress(self, c: int, done: int, total: int) -> None:
+        if not self.is_attached:
+            return  # a callback from the generator thread that arrived after the screen went
         self.query_one(f"#bench-c{c}", ProgressBar).update(total=total, progress=done)
         self._status(f"C={c}: {done}/{total} requests")
 
@@ -158,6 +163,8 @@ class BenchScreen(Screen[list[LevelResult] | None]):
 
     def _level_done(self, lv: LevelResult) -> None:
         self.levels.append(lv)
+        if not self.is_attached:
+            return
         self.query_one("#bench-results", Static).update(results_table(self.levels))
 
     def _finish(self, target: BenchTarget, levels: list[LevelResult], info: dict[str, Any], model: str,

@@ -128,3 +128,23 @@ async def test_closing_mid_sweep_stops_the_generator_thread() -> None:
             assert not isinstance(app.screen, BenchScreen) and screen._stop.is_set()
     finally:
         srv.stop()
+
+
+
+async def test_app_exit_mid_sweep_stops_the_thread_and_drops_its_late_callbacks() -> None:
+    srv = FakeSSEServer(FakeOptions(tokens_per_s=50)).start()
+    try:
+        app = Host(FakeApi(srv.url))
+        async with app.run_test() as pilot:
+            screen = BenchScreen(app.api, "p@h:gpu0", concurrency=(4, 8), output_len=200, save=False)
+            app.push_screen(screen)
+            await pilot.pause(0.6)
+            assert screen.running
+        await asyncio.sleep(0.5)
+        assert screen._stop.is_set()
+        seen = srv.requests
+        await asyncio.sleep(0.5)
+        assert srv.requests == seen  # the generator thread ended with the app
+        screen._progress(8, 3, 40)  # what the thread may still post after the screen is gone: no NoMatches
+    finally:
+        srv.stop()
