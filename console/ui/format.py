@@ -139,3 +139,23 @@ def short_gpu_name(name: str) -> str:
     for long, short in ((" Workstation Edition", " WS"), (" Server Edition", " SE")):
         name = name.replace(long, short)
     return name
+
+
+def plural(n: int, word: str) -> str:
+    """`1 host`, `3 hosts`, `0 GPUs`."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+SERVER_KINDS = ("serving", "starting", "crashed", "stopped")
+
+
+def server_counts(phases: Iterable[str]) -> str:
+    """`2 serving · 1 starting · 1 crashed` from server phases: each word says what it counts, none is
+    'servers' (a crashed server is not a running one); `no servers` when there are none."""
+    counts = dict.fromkeys(SERVER_KINDS, 0)
+    for p in phases:
+        kind = "serving" if p in ("ready", "serving") else "starting" if p in STARTING else p
+        if kind in counts:
+            counts[kind] += 1
+    parts = [f"{n} {kind}" for kind, n in counts.items() if n]
+    return " · ".join(parts) or "no servers"

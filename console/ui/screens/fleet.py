@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from console.fleet.state import ServerState
+from console.ui import format as fmt
 from console.ui.actions import MUTATING
 from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.visibility import update_row, visible_widgets
@@ -165,10 +166,10 @@ class FleetScreen(ServerKeys, Screen):
             return
         bar.set_class(app.size.height < 30, "-hidden")
         st = app.state  # type: ignore[attr-defined]
-        live = sum(1 for s in st.servers.values() if s.alive)
         gpus = sum(len(h.gpus) for h in st.hosts.values())
-        parts: list[tuple[str, str] | str] = [("dflash-console", "bold"),
-                                              f"  {len(st.hosts)} hosts · {gpus} GPUs · {live} servers"]
+        counts = fmt.server_counts(s.phase for s in st.servers.values())
+        parts: list[tuple[str, str] | str] = [("dflash-console", "bold"), f"  {fmt.plural(len(st.hosts), 'host')} · "
+                                              f"{fmt.plural(gpus, 'GPU')} · {counts}"]
         if app.read_only:  # type: ignore[attr-defined]
             parts.append(("  READ-ONLY ", "bold reverse"))
         if app.demo is not None:  # type: ignore[attr-defined]

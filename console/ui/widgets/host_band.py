@@ -35,7 +35,7 @@ def pane_height(screen_rows: int) -> int:
 
 
 class HostHeader(CatchUpWhenShown, Static):
-    """`● ct129  up · 2 GPUs · 1 server · live` — the age instead once data is 2.5 s old, greyed when stale."""
+    """`● ct129  up · 2 GPUs · 1 serving · 1 crashed · live` — the age instead once data is 2.5 s old, greyed when stale."""
 
     def __init__(self, host: str) -> None:
         super().__init__(markup=False)
@@ -61,9 +61,9 @@ class HostHeader(CatchUpWhenShown, Static):
                 parts.append((f": last error {fmt.clean(h.last_error, 80)}", c["dim"]))
         n = len(h.gpus)
         parts.append(f" · {n} GPU{'s' if n != 1 else ''}")
-        servers = [s for s in app.state.servers_on(self.host) if s.alive]  # type: ignore[attr-defined]
+        servers = app.state.servers_on(self.host)  # type: ignore[attr-defined]
         if servers:
-            parts.append(f" · {len(servers)} server{'s' if len(servers) != 1 else ''}")
+            parts.append(f" · {fmt.server_counts(s.phase for s in servers)}")
         a = h.age_s(now)
         if h.stale(now):
             parts.append((f" · stale {fmt.age(a)}" if a is not None else " · no data yet", c["stale"]))
