@@ -17,9 +17,10 @@ _BRACKET = re.compile(r"[\[\]{}]")
 class HostJsonError(ValueError):
     """A document from a host that is not JSON, or nested too deep; the message names where it came from."""
 
-    def __init__(self, what: str, detail: str) -> None:
+    def __init__(self, what: str, detail: str, *, too_deep: bool = False) -> None:
         self.what = what
         self.detail = detail
+        self.too_deep = too_deep
         super().__init__(f"{what}: {detail}")
 
 
@@ -45,10 +46,10 @@ def loads(text: str | bytes, what: str, *, max_depth: int = MAX_DEPTH) -> Any:
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     if text.count("[") + text.count("{") > max_depth and depth(text) > max_depth:
-        raise HostJsonError(what, f"JSON nested deeper than {max_depth} levels")
+        raise HostJsonError(what, f"JSON nested deeper than {max_depth} levels", too_deep=True)
     try:
         return json.loads(text)
     except RecursionError:
-        raise HostJsonError(what, f"JSON nested deeper than {max_depth} levels") from None
+        raise HostJsonError(what, f"JSON nested deeper than {max_depth} levels", too_deep=True) from None
     except ValueError as e:
         raise HostJsonError(what, f"not JSON ({e})") from None

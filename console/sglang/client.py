@@ -7,6 +7,7 @@ for it. Every failure is a `ClientError` subclass with a one-line message. Secre
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
@@ -18,8 +19,20 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
-from httpx_sse import SSEError, aconnect_sse
 
+from console import hostjson
+from console.sglang.httpbound import (
+    HEALTH_DEADLINE_S,
+    HEALTH_MAX_BYTES,
+    JSON_MAX_BYTES,
+    METRICS_DEADLINE_S,
+    METRICS_MAX_BYTES,
+    BodyTooLarge,
+    Deadline,
+    get_bounded,
+    read_capped,
+    sse_data,
+)
 from console.sglang.logfacts import is_secret_key
 from console.sglang.metrics import Metrics, parse_metrics
 
@@ -48,7 +61,11 @@ class Unauthorized(ClientError):
 
 
 class Timeout(ClientError):
-    pass
+    """No complete answer within the request's total deadline."""
+
+
+class TooLarge(ClientError):
+    """The answer passed its size cap (a /metrics of many MiB, an SSE line with no end)."""
 
 
 class HTTPStatus(ClientError):
@@ -148,6 +165,9 @@ class ProbeResult:
         return self.health.ready and self.error is None
 
 
+PROBE_DEADLINE_S = 60.0
+"""A probe is health, /model_info and 16 tokens: seconds on any real server, so a minute means it is stuck."""
+
 # --- helpers ------------------------------------------------------------------------------------------
 
 
@@ -187,6 +207,22 @@ def curl_command(base_url: str, messages: list[dict[str, Any]], *, model: str = 
     return " ".join(parts)
 
 
+def _dicts(v: Any) -> list[dict[str, Any]]:
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+def _int(v: Any) -> int:
+    try:
+        return int(v or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+async def parse_metrics_off_loop(body: bytes) -> Metrics:
+    """Parse /metrics in a worker thread: a large one is seconds of pure Python the event loop must not wait on."""
+    return await asyncio.to_thread(lambda: parse_metrics(body.decode("utf-8", errors="replace")))
+
+
 # --- the client ---------------------------------------------------------------------------------------
 
 
@@ -203,6 +239,7 @@ class SGLangClient:
                  timeout: float = 10.0, client: httpx.AsyncClient | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
+        self.timeout = timeout
         key = (env if env is not None else os.environ).get(api_key_env) if api_key_env else None
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._own = client is None
@@ -233,10 +270,10 @@ class SGLangClient:
                          else f"connection lost: {e or type(e).__name__}")
         return ClientError(url, f"{type(e).__name__}: {e}")
 
-    def _check(self, path: str, r: httpx.Response) -> None:
+    def _check(self, path: str, r: httpx.Response, raw: bytes = b"") -> None:
         if r.status_code < 400:
             return
-        body = r.text if not r.is_stream_consumed or r.is_closed else ""
+        body = raw[:4096].decode("utf-8", errors="replace")
         if r.status_code == 401:
             raise Unauthorized(self._url(path), "HTTP 401 Unauthorized: missing or wrong API key"
                                + (f" (from ${self.api_key_env})" if self.api_key_env else " (set the preset's api_key_env)"))
@@ -244,26 +281,37 @@ class SGLangClient:
             raise Warming(self._url(path), "HTTP 503: the server is still warming up (or draining)")
         raise HTTPStatus(self._url(path), r.status_code, body)
 
-    async def _get(self, path: str, **kw: Any) -> httpx.Response:
+    async def _get(self, path: str, *, deadline_s: float | None = None, max_bytes: int = JSON_MAX_BYTES) -> bytes:
+        """The body of GET path, within a total deadline (default: the client's timeout) and a size cap."""
+        deadline = self.timeout if deadline_s is None else deadline_s
         try:
-            r = await self._http.get(path, **kw)
+            r, body = await get_bounded(self._http, path, deadline_s=deadline, max_bytes=max_bytes, what=path)
+        except TimeoutError:
+            raise Timeout(self._url(path), f"no complete answer within {deadline:g} s") from None
+        except BodyTooLarge as e:
+            raise TooLarge(self._url(path), str(e)) from None
         except httpx.HTTPError as e:
             raise self._fail(path, e) from None
-        self._check(path, r)
-        return r
+        self._check(path, r, body)
+        return body
 
     async def _json(self, path: str) -> Any:
-        r = await self._get(path)
+        body = await self._get(path)
         try:
-            return r.json()
-        except ValueError:
-            raise Malformed(self._url(path), f"not JSON: {r.text[:80]!r}") from None
+            return hostjson.loads(body, path)
+        except hostjson.HostJsonError as e:
+            raise Malformed(self._url(path), e.detail if e.too_deep else f"not JSON: {body[:80]!r}") from None
 
-    async def health(self) -> Health:
-        """GET /health: 200 ready, 503 warming, refused/timeout down. Never raises."""
+    async def health(self, deadline_s: float = HEALTH_DEADLINE_S) -> Health:
+        """GET /health: 200 ready, 503 warming, refused/timeout down, all within deadline_s. Never raises."""
         t0 = time.perf_counter()
         try:
-            r = await self._http.get("/health")
+            r, _ = await get_bounded(self._http, "/health", deadline_s=deadline_s, max_bytes=HEALTH_MAX_BYTES,
+                                     what="/health")
+        except TimeoutError:
+            return Health("down", None, time.perf_counter() - t0, f"no complete answer within {deadline_s:g} s")
+        except BodyTooLarge as e:
+            return Health("down", None, time.perf_counter() - t0, str(e))
         except httpx.HTTPError as e:
             return Health("down", None, time.perf_counter() - t0, self._fail("/health", e).message)
         dt = time.perf_counter() - t0
@@ -273,18 +321,24 @@ class SGLangClient:
             return Health("warming", 503, dt, "HTTP 503: warming up")
         return Health("down", r.status_code, dt, f"HTTP {r.status_code}")
 
+    async def _object(self, path: str) -> dict[str, Any]:
+        obj = await self._json(path)
+        if not isinstance(obj, dict):
+            raise Malformed(self._url(path), f"expected a JSON object, got {type(obj).__name__}")
+        return obj
+
     async def model_info(self) -> dict[str, Any]:
-        return dict(await self._json("/model_info"))
+        return await self._object("/model_info")
 
     async def server_info(self) -> dict[str, Any]:
         """GET /server_info with api_key and every other secret-looking key removed."""
-        return dict(redact(await self._json("/server_info")))
+        return dict(redact(await self._object("/server_info")))
 
     async def metrics(self) -> Metrics:
         """GET /metrics (404 means the server runs without --enable-metrics)."""
-        r = await self._get("/metrics")
+        body = await self._get("/metrics", deadline_s=METRICS_DEADLINE_S, max_bytes=METRICS_MAX_BYTES)
         try:
-            return parse_metrics(r.text)
+            return await parse_metrics_off_loop(body)
         except ValueError as e:
             raise Malformed(self._url("/metrics"), f"bad Prometheus text: {e}") from None
 
@@ -299,20 +353,23 @@ class SGLangClient:
         last = t0
         gaps: list[float] = []
         n = 0
+        deadline = Deadline(timeout)
         try:
-            async with aconnect_sse(self._http, "POST", path, json=body, timeout=timeout) as src:
-                r = src.response
+            async with self._http.stream("POST", path, json=body, timeout=timeout,
+                                         headers={"Accept": "text/event-stream", "Cache-Control": "no-store"}) as r:
                 if r.status_code >= 400:
-                    await r.aread()
-                    self._check(path, r)
-                async for ev in src.aiter_sse():
-                    data = ev.data
+                    self._check(path, r, await deadline.run(read_capped(r, JSON_MAX_BYTES, path)))
+                kind = r.headers.get("content-type", "").partition(";")[0]
+                if "text/event-stream" not in kind:
+                    raise Malformed(self._url(path), f"not an event stream: Content-Type {kind!r}")
+                async for data in sse_data(r, deadline):
                     if data == "[DONE]":
                         break
                     try:
-                        obj = json.loads(data)
-                    except ValueError:
-                        raise Malformed(self._url(path), f"bad SSE event: {data[:80]!r}") from None
+                        obj = hostjson.loads(data, "an SSE event")
+                    except hostjson.HostJsonError as e:
+                        detail = e.detail if e.too_deep else f"{data[:80]!r}"
+                        raise Malformed(self._url(path), f"bad SSE event: {detail}") from None
                     if not isinstance(obj, dict):
                         raise Malformed(self._url(path), f"bad SSE event: {data[:80]!r}")
                     if "error" in obj:
@@ -320,11 +377,12 @@ class SGLangClient:
                         msg = err.get("message") if isinstance(err, dict) else err
                         raise ServerReportedError(self._url(path), f"server error: {str(msg)[:200]}")
                     now = time.perf_counter() - t0
-                    for choice in obj.get("choices") or []:
-                        delta = choice.get("delta") or {}
+                    for choice in _dicts(obj.get("choices")):
+                        delta = choice.get("delta")
+                        delta = delta if isinstance(delta, dict) else {}
                         for key, cls in (("reasoning_content", ReasoningDelta), ("content", ContentDelta)):
                             text = delta.get(key)
-                            if text:
+                            if text and isinstance(text, str):
                                 if first is None:
                                     first = now
                                 else:
@@ -333,38 +391,54 @@ class SGLangClient:
                                 n += 1
                                 yield cls(text, now)
                         if choice.get("finish_reason"):
-                            yield Finish(choice["finish_reason"], choice.get("matched_stop"), now)
+                            yield Finish(str(choice["finish_reason"]), choice.get("matched_stop"), now)
                     u = obj.get("usage")
                     if isinstance(u, dict) and not obj.get("choices"):
                         details = u.get("prompt_tokens_details") or {}
-                        yield Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0),
-                                    int(u.get("total_tokens") or 0), details.get("cached_tokens"), u.get("reasoning_tokens"))
+                        yield Usage(_int(u.get("prompt_tokens")), _int(u.get("completion_tokens")),
+                                    _int(u.get("total_tokens")),
+                                    details.get("cached_tokens") if isinstance(details, dict) else None,
+                                    u.get("reasoning_tokens"))
         except ClientError:
             raise
-        except SSEError as e:
-            raise Malformed(self._url(path), f"not an event stream: {e}") from None
+        except TimeoutError:
+            raise Timeout(self._url(path), f"the stream did not finish within {timeout:g} s") from None
+        except BodyTooLarge as e:
+            raise TooLarge(self._url(path), str(e)) from None
         except httpx.HTTPError as e:
             raise self._fail(path, e) from None
         yield StreamStats(first, tuple(gaps), n, time.perf_counter() - t0)
 
-    async def probe(self, prompt: str = "Say hello in one short sentence.", *, max_tokens: int = 16) -> ProbeResult:
-        """Health, model info and one short streamed generation; errors are reported, not raised."""
-        h = await self.health()
-        if not h.ready:
-            return ProbeResult(h, None, "", "", None, None, h.message or h.state)
+    async def probe(self, prompt: str = "Say hello in one short sentence.", *, max_tokens: int = 16,
+                    deadline_s: float = PROBE_DEADLINE_S) -> ProbeResult:
+        """Health, model info and one short streamed generation, all within deadline_s; errors are reported, not raised."""
+        t0 = time.perf_counter()
+        h = Health("down", None, 0.0, "no answer")
         info: dict[str, Any] | None = None
-        text, reasoning, stats, usage = [], [], None, None
+        text: list[str] = []
+        reasoning: list[str] = []
+        stats: StreamStats | None = None
+        usage: Usage | None = None
         try:
-            info = await self.model_info()
-            async for ev in self.chat_stream([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0.0):
-                if isinstance(ev, ContentDelta):
-                    text.append(ev.text)
-                elif isinstance(ev, ReasoningDelta):
-                    reasoning.append(ev.text)
-                elif isinstance(ev, StreamStats):
-                    stats = ev
-                elif isinstance(ev, Usage):
-                    usage = ev
+            async with asyncio.timeout(deadline_s):
+                h = await self.health(min(HEALTH_DEADLINE_S, deadline_s))
+                if not h.ready:
+                    return ProbeResult(h, None, "", "", None, None, h.message or h.state)
+                info = await self.model_info()
+                async for ev in self.chat_stream([{"role": "user", "content": prompt}], max_tokens=max_tokens,
+                                                 temperature=0.0, timeout=deadline_s):
+                    if isinstance(ev, ContentDelta):
+                        text.append(ev.text)
+                    elif isinstance(ev, ReasoningDelta):
+                        reasoning.append(ev.text)
+                    elif isinstance(ev, StreamStats):
+                        stats = ev
+                    elif isinstance(ev, Usage):
+                        usage = ev
+        except TimeoutError:
+            return ProbeResult(h, info, "".join(text), "".join(reasoning), stats, usage,
+                               f"the probe did not finish within {deadline_s:g} s "
+                               f"({time.perf_counter() - t0:.1f} s spent)")
         except ClientError as e:
             return ProbeResult(h, info, "".join(text), "".join(reasoning), stats, usage, e.message)
         return ProbeResult(h, info, "".join(text), "".join(reasoning), stats, usage)
