@@ -38,6 +38,7 @@ from console.fleet.journal import Journal
 from console.fleet.monitor import ProcFrame, external_meta, gpus_of_session, sglang_mains
 from console.fleet.state import FleetState
 from console.sglang.command import shell_path
+from console.sglang.httpbound import HEALTH_DEADLINE_S, HEALTH_MAX_BYTES, BodyTooLarge, get_bounded
 from console.transport import make_transport
 from console.transport.base import CommandHook, Transport, TransportError
 
@@ -309,21 +310,23 @@ class FleetController:
             await asyncio.sleep(HEALTH_EVERY_S)
 
     async def _get_metrics(self, name: str) -> MetricsSample | None:
-        """/metrics (servers started with --enable-metrics), parsed by the SGLang metrics parser."""
-        from console.sglang.metrics import parse_metrics
+        """/metrics (servers started with --enable-metrics): total deadline, size cap, parsed off the event loop."""
+        from console.sglang.client import parse_metrics_off_loop
+        from console.sglang.httpbound import METRICS_DEADLINE_S, METRICS_MAX_BYTES
 
         try:
             url = await self.server_url(name)
             assert self._http is not None
             self.http_in_flight += 1
             try:
-                r = await self._http.get(url + "/metrics")
+                r, body = await get_bounded(self._http, url + "/metrics", deadline_s=METRICS_DEADLINE_S,
+                                            max_bytes=METRICS_MAX_BYTES, what="/metrics")
             finally:
                 self.http_in_flight -= 1
             if r.status_code != 200:
                 return None
-            m = parse_metrics(r.text)
-        except (httpx.HTTPError, TransportError, KeyError, ValueError):
+            m = await parse_metrics_off_loop(body)
+        except (httpx.HTTPError, TransportError, KeyError, ValueError, TimeoutError):
             return None
         values = {k: float(v) for k, v in vars(m).items() if isinstance(v, (int, float)) and v is not None}
         return MetricsSample(name, time.time(), values)
@@ -335,12 +338,17 @@ class FleetController:
             assert self._http is not None
             self.http_in_flight += 1
             try:
-                r = await self._http.get(url + "/health")
+                r, _ = await get_bounded(self._http, url + "/health", deadline_s=HEALTH_DEADLINE_S,
+                                         max_bytes=HEALTH_MAX_BYTES, what="/health")
             finally:
                 self.http_in_flight -= 1
             ms = (time.monotonic() - t0) * 1000
             status = {200: "ok", 503: "warming", 401: "unauthorized"}.get(r.status_code, "error")
             return HealthResult(name, time.time(), status, f"HTTP {r.status_code}", ms)  # type: ignore[arg-type]
+        except TimeoutError:
+            return HealthResult(name, time.time(), "error", f"no complete answer within {HEALTH_DEADLINE_S:g} s")
+        except BodyTooLarge as e:
+            return HealthResult(name, time.time(), "error", str(e))
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError) as e:
             return HealthResult(name, time.time(), "down", type(e).__name__)
         except (httpx.HTTPError, TransportError, KeyError) as e:
