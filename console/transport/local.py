@@ -37,6 +37,14 @@ async def _kill_group(proc: asyncio.subprocess.Process, grace: float = 1.0) -> N
             continue
 
 
+def _close_transport(proc: asyncio.subprocess.Process) -> None:
+    """Close the subprocess transport now: left to `__del__` after the loop ends, Python >= 3.12 prints
+    `Exception ignored in BaseSubprocessTransport.__del__ ... Event loop is closed`."""
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
+
+
 def _status(returncode: int | None) -> int | None:
     """Exit code, or None when a signal ended the process (as SSH reports exit-signal)."""
     return None if returncode is None or returncode < 0 else returncode
@@ -59,6 +67,7 @@ class LocalStream:
     async def close(self) -> None:
         if self._proc.returncode is None:
             await _kill_group(self._proc)
+        _close_transport(self._proc)
 
     @property
     def exit_status(self) -> int | None:
@@ -124,6 +133,9 @@ class LocalTransport:
 
     async def close(self) -> None:
         self._connected = False
+        streams, self._streams = self._streams, set()
+        # a stream whose reader was cancelled never got its own close()
+        await asyncio.gather(*(s.close() for s in streams), return_exceptions=True)
         for relay, _ in self._relays.values():
             relay.close()
         self._relays = {}
@@ -161,12 +173,14 @@ class LocalTransport:
                     proc.communicate(None if input is None else input.encode()), timeout)
             except TimeoutError:
                 await _kill_group(proc)
+                _close_transport(proc)
                 if self.on_command is not None:
                     self.on_command(CommandResult(self.host, command, None, "", f"timed out after {timeout:g}s",
                                                   time.monotonic() - start))
                 raise TransportError(self.host, f"timed out after {timeout:g}s", command) from None
             except asyncio.CancelledError:
                 await _kill_group(proc)
+                _close_transport(proc)
                 raise
         except OSError as e:
             raise TransportError(self.host, f"cannot start {SHELL}: {e.strerror}", command) from None

@@ -136,3 +136,42 @@ async def test_wait_closed_returns_on_close() -> None:
     assert not waiter.done()
     await t.close()
     await asyncio.wait_for(waiter, 1)
+
+
+_LEFT_OPEN = """
+import asyncio, gc
+from console.config import Host
+from console.transport.local import LocalTransport
+
+async def main():
+    t = LocalTransport("box", Host(transport="local"))
+    await t.connect()
+    idle = await t.stream("sleep 30")                      # its reader task was cancelled: never closed
+    busy = await t.stream("head -c 5000000 /dev/zero; sleep 30")   # output left unread
+    async for _ in busy.chunks():
+        break
+    try:
+        await t.run("sleep 30", timeout=0.2)
+    except Exception:
+        pass
+    await t.close()
+
+asyncio.run(main())
+gc.collect()
+print("done")
+"""
+
+
+def test_no_subprocess_transport_outlives_the_loop(tmp_path: Path) -> None:
+    """Python >= 3.12 prints `Exception ignored in BaseSubprocessTransport.__del__ ... Event loop is closed`
+    for a transport left to the garbage collector; every Python warns `unclosed transport` under -W."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "left_open.py"
+    script.write_text(_LEFT_OPEN)
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "-W", "always::ResourceWarning", str(script)], capture_output=True,
+                       text=True, timeout=60, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert r.returncode == 0 and r.stdout.strip() == "done", r.stderr
+    assert "Exception ignored" not in r.stderr and "unclosed transport" not in r.stderr, r.stderr
