@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,11 +16,23 @@ from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
-from console.tomlpos import TomlLocator
+from console.tomlpos import TomlLocator, too_deep
 
 APP_NAME = "dflash-console"
 CONSOLE_OWNED_FLAGS = ("--model-path", "--model", "--port", "--host", "--tp-size", "--tp")
+MAX_DEPTH = 16
+"""Deepest nesting of arrays/inline tables accepted; a real hosts.toml needs 2 (tomllib recurses and dies near 300)."""
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""What `env NAME=VALUE` can set: `"X=Y" = "v"` would silently set X to `Y=v`."""
+
+
+def _env_names(v: dict[str, str]) -> dict[str, str]:
+    for k in v:
+        if not ENV_NAME.fullmatch(k):
+            raise PydanticCustomError("env_name", "invalid environment variable name {name}", {"name": repr(k)})
+    return v
 
 
 class _Strict(BaseModel):
@@ -55,6 +68,8 @@ class Host(_Strict):
     transport: Literal["ssh", "local"] = "ssh"
     """`local` runs commands on this machine (the demo fleet and single-box use)."""
     description: str = ""
+
+    _env = field_validator("env")(classmethod(lambda cls, v: _env_names(v)))
 
     @property
     def effective_log_dir(self) -> str:
@@ -104,6 +119,8 @@ class Preset(_Strict):
     """Override the host's interpreter for this preset."""
     api_key_env: str | None = None
     """Name of a local environment variable holding the server's API key (sent as Bearer)."""
+
+    _env = field_validator("env")(classmethod(lambda cls, v: _env_names(v)))
 
     @field_validator("gpus")
     @classmethod
@@ -208,8 +225,13 @@ def parse_fleet(raw: bytes | str, fname: str = "hosts.toml") -> Fleet:
         text = raw
     if not text.strip():
         raise ConfigError([ConfigIssue(fname, 1, 1, "", "file is empty; expected at least one [hosts.NAME] table")])
+    if (deep := too_deep(text, MAX_DEPTH)) is not None:
+        raise ConfigError([ConfigIssue(fname, *deep, "", f"arrays/inline tables nested more than {MAX_DEPTH} deep; "
+                                       "hosts.toml values need at most 2 levels")])
     try:
         data = tomllib.loads(text)
+    except RecursionError:  # the depth scan should make this unreachable; never a traceback all the same
+        raise ConfigError([ConfigIssue(fname, 1, 1, "", "values nested too deep to parse")]) from None
     except tomllib.TOMLDecodeError as e:
         line, col, msg = _toml_error_position(str(e))
         if line > text.count("\n") + 1:  # "at end of document": point at the last line, not line 10**9
@@ -238,8 +260,8 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
+        else:  # a key holding control characters is shown escaped, never raw at a terminal
+            out += ("." if out else "") + (str(part) if str(part).isprintable() else repr(str(part)))
     return out
 
 
@@ -278,6 +300,8 @@ def _validate(data: dict[str, Any], fname: str, loc: TomlLocator) -> list[Config
                 near = difflib.get_close_matches(key, _known_keys(path), n=1, cutoff=0.6)
                 hint = f" — did you mean '{near[0]}'?" if near else ""
                 add(path, f"unknown key '{key}'{hint}")
+            elif etype == "env_name":
+                continue  # _cross_checks names every bad key at its own line
             elif etype == "missing":
                 add(path[:-1] or path, f"missing required field '{path[-1]}'")
             elif etype.startswith("value_error"):
@@ -322,6 +346,13 @@ def _cross_checks(data: dict[str, Any], add: Any) -> list[ConfigIssue]:
     """Rules that span fields: host references, GPU sets, TP, replica ports."""
     hosts = data.get("hosts") if isinstance(data.get("hosts"), dict) else {}
     presets = data.get("presets") if isinstance(data.get("presets"), dict) else {}
+    for section, tables in (("hosts", hosts), ("presets", presets)):
+        for name, t in tables.items():
+            env = t.get("env") if isinstance(t, dict) else None
+            for key in env if isinstance(env, dict) else ():
+                if not ENV_NAME.fullmatch(key):
+                    add((section, name, "env", key), f"invalid environment variable name {key!r}; expected letters, "
+                        "digits and '_', not starting with a digit (e.g. HF_TOKEN)")
     for name, p in presets.items():
         if not isinstance(p, dict):
             continue

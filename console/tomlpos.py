@@ -6,9 +6,27 @@ records where each key path (`("presets", "gen", "gpus", 2)`) starts.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 _BARE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
+_ESCAPE_RE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)")
+
+
+def _unescape(raw: str) -> str:
+    """A basic string's escapes as tomllib decodes them, so quoted keys like "A\\u001b" are found."""
+    def one(m: re.Match[str]) -> str:
+        e = m.group(1)
+        if len(e) > 1:
+            try:
+                return chr(int(e[1:], 16))
+            except ValueError:
+                return m.group(0)
+        return _ESCAPES.get(e, m.group(0))
+    return _ESCAPE_RE.sub(one, raw)
 
 
 class TomlLocator:
@@ -135,7 +153,8 @@ class TomlLocator:
             out.append(t[j])
             j += 1
         self._i = j + 1
-        return "".join(out)
+        raw = "".join(out)
+        return _unescape(raw) if q == '"' and "\\" in raw else raw
 
     def _value(self, path: tuple[Any, ...]) -> None:
         self.pos.setdefault(path, self._lc(self._i))
@@ -179,3 +198,62 @@ class TomlLocator:
             t = self.text
             while self._i < len(t) and t[self._i] not in ",]}\n#":
                 self._i += 1
+
+
+# -- nesting depth (checked before tomllib, whose recursive parser dies on deep values) ----------
+_ORDINARY = re.compile(r"[^\n#\"'\[\]{} \t\r]+|[ \t\r]+")
+_STRINGS = (
+    re.compile(r'"""(?:[^"\\]+|\\.|"(?!""))*"""', re.DOTALL),
+    re.compile(r"'''.*?'''", re.DOTALL),
+    re.compile(r'"(?:[^"\\\n]+|\\.)*"?'),
+    re.compile(r"'[^'\n]*'?"),
+)
+
+
+def too_deep(text: str, limit: int) -> tuple[int, int] | None:
+    """(line, column) of the first `[`/`{` nesting values deeper than `limit`, or None.
+
+    A bounded, iterative scan: strings and comments are skipped, a `[` opening a line outside any
+    value is a table header (headers do not nest). Unterminated strings end at the line's end, so
+    broken text is still scanned in linear time and tomllib reports the syntax error.
+    """
+    i, n, depth, line, line_start = 0, len(text), 0, 1, 0
+    at_line_start = True
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            i += 1
+            line, line_start, at_line_start = line + 1, i, True
+            continue
+        m = _ORDINARY.match(text, i)
+        if m:
+            at_line_start = at_line_start and not m.group().strip()
+            i = m.end()
+            continue
+        if ch == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if ch in "\"'":
+            for rx in _STRINGS:
+                if (m := rx.match(text, i)) is not None:
+                    break
+            end = m.end() if m is not None else i + 1
+            line += text.count("\n", i, end)
+            if (j := text.rfind("\n", i, end)) >= 0:
+                line_start = j + 1
+            i, at_line_start = end, False
+            continue
+        if ch == "[" and depth == 0 and at_line_start:  # [table] or [[array.of.tables]]: no nesting
+            i += 2 if text.startswith("[[", i) else 1
+            at_line_start = False
+            continue
+        at_line_start = False
+        if ch in "[{":
+            depth += 1
+            if depth > limit:
+                return line, i - line_start + 1
+        elif depth:  # `]` or `}`
+            depth -= 1
+        i += 1
+    return None
