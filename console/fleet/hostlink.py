@@ -32,12 +32,16 @@ from console.fleet.events import (
 from console.fleet.logtail import Chunk, FrameReader, Missing, Truncated, tail_command
 from console.fleet.monitor import ProcFrame, ProcFrameParser, proc_loop_command
 from console.gpu import nvsmi
+from console.linecap import LineCap
 from console.transport.base import CommandHook, CommandResult, HostKeyError, RemoteStream, Transport, TransportError
 
 MAX_COMMANDS = 3
 BACKOFF_CAP_S = 8.0
 WATCHDOG_S = 6.0
 """No process-loop frame for this long means the link is dead (a silent drop needs no keepalive wait)."""
+PROC_MAX_LINE = 1024 * 1024
+"""A process-loop line is one process (an SGLang command line is a few KiB); longer is cut, so a host
+printing without newlines cannot grow the console's memory."""
 
 Emit = Callable[[list[Event]], None]
 
@@ -334,6 +338,7 @@ class HostLink:
                 await self._link_dead(str(e))
                 return
             parser = ProcFrameParser()
+            cap: LineCap[bytes] = LineCap(PROC_MAX_LINE)  # the parser buffers a line until its newline
             got, t0 = False, time.monotonic()
             try:
                 while True:
@@ -348,7 +353,7 @@ class HostLink:
                         break
                     got = True
                     self._last_frame = time.monotonic()
-                    for frame in parser.feed(data, time.time()):
+                    for frame in parser.feed(cap.feed(data), time.time()):
                         if self.on_frame is not None:
                             self.on_frame(self, frame, time.time())
             finally:

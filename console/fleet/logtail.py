@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from console.sglang.command import shell_path
 
 MAX_FRAME = 262_144
+MAX_HEADER = 256
+"""`==> IDX OFFSET LEN` is under 64 bytes; a longer line outside a frame is noise and is not buffered."""
 
 TAIL_SCRIPT = f"""
 n=0
@@ -84,6 +86,8 @@ class FrameReader:
         self._need = 0
         self._cur: tuple[int, int] | None = None
         self._got: list[bytes] = []
+        self.noise_dropped = 0
+        """Bytes outside any frame thrown away (a header line over MAX_HEADER never ends)."""
 
     def feed(self, data: bytes) -> list[Chunk | Truncated | Missing | str]:
         out: list[Chunk | Truncated | Missing | str] = []
@@ -102,6 +106,9 @@ class FrameReader:
                 continue
             nl = buf.find(b"\n", pos)
             if nl < 0:
+                if len(buf) - pos > MAX_HEADER:  # no frame header is this long: noise, dropped (bounded memory)
+                    self.noise_dropped += len(buf) - pos
+                    pos = len(buf)
                 break
             line = buf[pos:nl].decode("ascii", "replace")
             pos = nl + 1

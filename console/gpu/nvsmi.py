@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 
 from console.fleet.events import ComputeApp, GpuReading
+from console.linecap import LineCap
 
 GPU_FIELDS = (
     "index", "uuid", "name", "pci.bus_id", "memory.used", "memory.total", "memory.free",
@@ -142,6 +143,10 @@ def error_text(text: str) -> str | None:
     return None
 
 
+MAX_LINE = 64 * 1024
+"""A `--query-gpu` CSV line is about 200 characters; nvidia-smi output with no newline stops here."""
+
+
 class GpuLineBuffer:
     """Groups an `-lms` stream (one line per GPU per tick, no marker) into complete samples.
 
@@ -149,19 +154,23 @@ class GpuLineBuffer:
     when the caller flushes after a quiet gap.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_line: int = MAX_LINE) -> None:
         self._partial = ""
+        self._cap: LineCap[str] = LineCap(max_line)
         self._tick: list[GpuReading] = []
         self._n = 0
         """GPUs per tick, learned from the first complete tick: lets a tick end without waiting."""
 
     def feed(self, data: str) -> tuple[list[list[GpuReading]], list[str]]:
-        """Returns (complete samples, garbage lines)."""
-        buf = self._partial + data
+        """Returns (complete samples, garbage lines); a line past max_line is garbage at once, its rest dropped."""
+        buf = self._partial + self._cap.feed(data)
         lines = buf.split("\n")
         self._partial = lines.pop()
         samples: list[list[GpuReading]] = []
         bad: list[str] = []
+        if self._cap.cutting and self._partial:
+            bad.append(f"a line longer than {self._cap.limit} characters: {self._partial[:100]}")
+            self._partial = ""
         for ln in lines:
             s = ln.strip()
             if not s or is_header(s):
