@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from console import hostjson
 from console.config import Host
 from console.fleet.events import ProcInfo, ServerMeta
 from console.fleet.monitor import SGLANG_RE, parse_ps
@@ -85,9 +86,9 @@ def parse_listing_full(text: str, host_name: str) -> tuple[list[ServerMeta], dic
             continue
         if not ln:
             continue
-        try:
-            d = json.loads(ln)
-        except ValueError:
+        try:  # one unreadable meta.json (not JSON, nested too deep) costs only its own server, never the listing
+            d = hostjson.loads(ln, f"meta.json on {host_name}")
+        except hostjson.HostJsonError:
             continue
         if section == "meta":
             m = meta_from_json(d, host_name)

@@ -6,12 +6,12 @@ it is now ("GPU 1 is used by pid 4242 `python -m sglang.launch_server ...` (pres
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from console import hostjson
 from console.config import Host
 from console.fleet import discovery
 from console.fleet.api import PreCheck
@@ -43,6 +43,8 @@ class HostFacts:
     ports_known: bool = True
     model_present: bool | None = None
     model_config: dict | None = None
+    model_config_error: str | None = None
+    """config.json is there but nested too deep to read (the lint rules that need it are skipped)."""
     metas: list[ServerMeta] = field(default_factory=list)
     log_free_kib: int | None = None
     log_mount: str = ""
@@ -108,9 +110,11 @@ def parse_facts(text: str, host_name: str) -> HostFacts:
         f.model_present = model[0].strip() == "present"
         if f.model_present and len(model) > 1:
             try:
-                f.model_config = json.loads("\n".join(model[1:]))
-            except ValueError:
+                cfg = hostjson.loads("\n".join(model[1:]), "config.json")
+                f.model_config = cfg if isinstance(cfg, dict) else None
+            except hostjson.HostJsonError as e:
                 f.model_config = None
+                f.model_config_error = e.detail if e.too_deep else None
     disk = [ln.split() for ln in sections.get("disk", []) if ln.strip()]
     if disk and len(disk[-1]) >= 6 and disk[-1][3].isdigit():
         f.log_free_kib, f.log_mount = int(disk[-1][3]), disk[-1][5]
@@ -185,6 +189,9 @@ def run_checks(ctl: FleetController, preset_name: str, plans: list[LaunchPlan], 
                                f"({f.log_mount})", blocking=False))
     if f.model_present is False:
         checks.append(PreCheck("model present", False, f"model path {preset.model} does not exist on {host}"))
+    if f.model_config_error:
+        checks.append(PreCheck("model config", False, f"{preset.model}/config.json on {host}: {f.model_config_error}; "
+                               "lint rules that read it were skipped", blocking=False))
     if not any(not c.ok and c.blocking for c in checks):
         checks.append(PreCheck("pre-checks", True, f"GPUs {', '.join(','.join(map(str, p.replica.gpus)) for p in plans)}"
                                f" free, port(s) {', '.join(str(p.replica.port) for p in plans)} free, model present"))
