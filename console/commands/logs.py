@@ -78,8 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _previous_log(ctl: FleetController, host: str, name: str) -> str | None:
     """The log path of the launch before the current one, from the host's history.jsonl."""
-    import json
-
+    from console import hostjson
     from console.fleet import discovery
     from console.sglang.command import shell_path
 
@@ -88,9 +87,10 @@ async def _previous_log(ctl: FleetController, host: str, name: str) -> str | Non
     paths = []
     for ln in r.stdout.splitlines():
         try:
-            p = json.loads(ln).get("log_path")
-        except ValueError:
+            rec = hostjson.loads(ln, f"history.jsonl on {host}")
+        except hostjson.HostJsonError:
             continue
+        p = rec.get("log_path") if isinstance(rec, dict) else None
         if p and p not in paths:
             paths.append(p)
     return paths[-2] if len(paths) >= 2 else None

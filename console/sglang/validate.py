@@ -8,10 +8,10 @@ CUDA_VISIBLE_DEVICES, the exact launch argv) that calls `prepare_server_args(arg
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 
+from console import hostjson
 from console.config import Fleet
 from console.sglang.command import LaunchPlan, plan_launch, shell_path
 from console.sglang.lint import Finding
@@ -76,8 +76,10 @@ def findings_from_result(preset: str, exit_status: int | None, stdout: str, stde
     for line in stdout.splitlines():
         if line.startswith(MARK):
             try:
-                result = json.loads(line[len(MARK):])
-            except ValueError:
+                result = hostjson.loads(line[len(MARK):], "the validator's report")
+            except hostjson.HostJsonError:
+                result = None
+            if not isinstance(result, dict):
                 result = None
     warnings = _adjustments(preset, stderr + "\n" + stdout)
     if result is None:
