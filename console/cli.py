@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from console import __version__
@@ -17,16 +18,28 @@ COMMANDS = ("status", "launch", "stop", "restart", "probe", "logs", "trust", "jo
             "diagnose", "check", "bench", "sim")
 
 
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE, what a shell reports for a program whose reader went away (`cmd | head`)."""
+
+
+def _global_options(ap: argparse.ArgumentParser, suppress: bool) -> None:
+    """`--hosts`, `--read-only`, `--theme`: on the main parser, and again on each subcommand so they may
+    follow it; there the default is SUPPRESS so an option given before the command is kept."""
+    d: dict = {"default": argparse.SUPPRESS} if suppress else {}
+    ap.add_argument("--hosts", metavar="PATH", **d,
+                    help="hosts.toml to use (default: ./hosts.toml, then the user config dir)")
+    ap.add_argument("--read-only", action="store_true", **d, help="hide and refuse every mutating action")
+    ap.add_argument("--theme", metavar="NAME", **d, help="UI theme (themes/ or the user themes folder)")
+
+
 def build_parser(with_commands: bool = True) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="dflash-console",
         description="A terminal console for SGLang GPU fleets. Without a command it opens the TUI.",
     )
     ap.add_argument("--version", action="version", version=f"dflash-console {__version__}")
-    ap.add_argument("--hosts", metavar="PATH", help="hosts.toml to use (default: ./hosts.toml, then the user config dir)")
+    _global_options(ap, suppress=False)
     ap.add_argument("--demo", action="store_true", help="open on a temporary simulated fleet (no real hosts)")
-    ap.add_argument("--read-only", action="store_true", help="hide and refuse every mutating action")
-    ap.add_argument("--theme", metavar="NAME", help="UI theme (themes/ or the user themes folder)")
     if not with_commands:  # the TUI: no need to import every subcommand (asyncssh alone is 0.4 s)
         ap.set_defaults(command=None)
         return ap
@@ -39,6 +52,9 @@ def build_parser(with_commands: bool = True) -> argparse.ArgumentParser:
                 raise
             continue
         mod.register(sub)
+    for name, p in sub.choices.items():
+        if name != "sim":  # `sim up --hosts LIST` is the sim's own option
+            _global_options(p, suppress=True)
     return ap
 
 
@@ -52,13 +68,30 @@ def main(argv: list[str] | None = None) -> int:
             from console.commands.tui import run_tui
 
             return run_tui(args)
-        return int(args.func(args) or 0)
+        rc = int(args.func(args) or 0)
+        sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not in the exit-time flush
+        return rc
     except ConfigError as e:
         for issue in e.issues:
             print(issue, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        _drop_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _drop_stdout() -> None:
+    """The reader of stdout is gone (`check | head -2`): point stdout at /dev/null so the interpreter's
+    own flush at exit has nowhere to fail (Python's documented SIGPIPE recipe)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (tests capture into StringIO)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -89,3 +89,49 @@ def test_cli_unreachable_host_exit_3(ssh_host_factory, tmp_path: Path):
     assert r.returncode == 3 and "gone" in r.stderr, r.stderr
     r = cli(hosts, "launch", "nope")
     assert r.returncode == 2
+
+
+LOCAL_FLEET = """[hosts.box]
+transport = "local"
+[presets.one]
+host = "box"
+gpus = [0]
+model = "/models/m"
+port = 31999
+"""
+
+
+def test_global_options_before_or_after_the_command(tmp_path: Path):
+    from console.cli import build_parser, main
+
+    hosts = tmp_path / "fleet.toml"
+    hosts.write_text(LOCAL_FLEET)
+    after = build_parser().parse_args(["status", "--hosts", "a.toml", "--read-only", "--theme", "t"])
+    assert (after.hosts, after.read_only, after.theme) == ("a.toml", True, "t")
+    before = build_parser().parse_args(["--hosts", "b.toml", "--read-only", "--theme", "u", "status"])
+    assert (before.hosts, before.read_only, before.theme) == ("b.toml", True, "u")
+    assert build_parser().parse_args(["sim", "up", "--dir", "d", "--hosts", "ct129"]).sim_hosts == "ct129"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(["check", "--hosts", str(hosts)])
+    assert rc == 0 and out.getvalue().startswith(f"{hosts}: 1 hosts, 1 presets"), out.getvalue()
+
+
+def test_closed_stdout_is_no_traceback_for_any_command(tmp_path: Path):
+    """`check | head -2`: the reader is gone before the command writes (its pipe end closed at once)."""
+    from tests.shared_samples import SAMPLES
+
+    hosts = tmp_path / "fleet.toml"
+    hosts.write_text(LOCAL_FLEET)
+    log = next((SAMPLES / "sglang-logs").rglob("*.log"))
+    env = {**os.environ, "DFLASH_STATE_DIR": str(tmp_path / "state")}
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "journal.jsonl").write_text('{"t": 1, "kind": "event", "action": "launch"}\n' * 50)
+    for args in (["check"], ["journal"], ["diagnose", str(log)], ["check", "--help"]):
+        p = subprocess.Popen([sys.executable, "-m", "console", *args, "--hosts", str(hosts)], cwd=ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert p.stdout is not None
+        p.stdout.close()
+        _, err = p.communicate(timeout=60)
+        assert "Traceback" not in err and "Exception ignored" not in err and "BrokenPipe" not in err, (args, err)
+        assert p.returncode == (0 if "--help" in args else 141), (args, p.returncode, err)
