@@ -1,13 +1,12 @@
 """The command log: every remote command and lifecycle step, appended to a local JSONL file, secrets masked.
 
 Lives in `user_state_dir()/journal.jsonl` (DFLASH_STATE_DIR overrides). Values of `--api-key`-style
-flags and of env vars whose name holds KEY/TOKEN/SECRET never reach it (or any output): `mask()`.
+flags and of env vars whose name holds KEY/TOKEN/SECRET never reach it (or any output): `console.masking.mask`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Iterator
@@ -15,80 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from console.config import user_state_dir
+
+# the masking lives in console.masking (one function for every output path); re-exported for old importers
+from console.masking import (  # noqa: F401
+    MASK,
+    is_secret_name,
+    mask,
+    mask_argv,
+    mask_env,
+    remember_secrets,
+)
 from console.transport.base import CommandResult
-
-MASK = "***"
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-_SECRET_FLAG = r"--[A-Za-z0-9-]*(?:api-key|token|secret|password)"
-# `--api-key VALUE`, `--api-key=VALUE`, with the value bare, '...' or "..." quoted
-_FLAG_RE = re.compile(rf"({_SECRET_FLAG})(=|\s+)('[^']*'|\"(?:[^\"\\]|\\.)*\"|[^\s'\"]+)", re.IGNORECASE)
-# `'--api-key=a b'` as shlex.quote writes a value holding spaces
-_QFLAG_RE = re.compile(rf"'({_SECRET_FLAG})=[^']*'", re.IGNORECASE)
-# NAME=VALUE env words (bare or inside one pair of single quotes) whose NAME looks secret
-_ENV_RE = re.compile(r"(?<![\w-])('?)([A-Za-z_][A-Za-z0-9_]*)=('[^']*'|\"(?:[^\"\\]|\\.)*\"|[^\s'\"]*)")
-_QENV_RE = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)=[^']*'")
-
-_known: set[str] = set()
-_lock = threading.Lock()
-
-
-def is_secret_name(name: str) -> bool:
-    return bool(SECRET_NAME.search(name))
-
-
-def remember_secrets(argv: list[str] | tuple[str, ...], env: dict[str, str] | None = None) -> None:
-    """Note secret values from an argv/env so they are masked wherever they appear later."""
-    vals: list[str] = []
-    for i, a in enumerate(argv):
-        flag, eq, val = a.partition("=")
-        if re.fullmatch(_SECRET_FLAG, flag, re.IGNORECASE):
-            if eq:
-                vals.append(val)
-            elif i + 1 < len(argv):
-                vals.append(argv[i + 1])
-    for k, v in (env or {}).items():
-        if is_secret_name(k):
-            vals.append(v)
-    with _lock:
-        _known.update(v for v in vals if len(v) >= 4)
-
-
-def mask(text: str) -> str:
-    """Mask secret flag values, secret env assignments and any remembered secret value."""
-    if not text:
-        return text
-    out = _QFLAG_RE.sub(lambda m: f"'{m.group(1)}={MASK}'", text)
-    out = _FLAG_RE.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
-    out = _QENV_RE.sub(lambda m: f"'{m.group(1)}={MASK}'" if is_secret_name(m.group(1)) else m.group(0), out)
-    out = _ENV_RE.sub(
-        lambda m: f"{m.group(1)}{m.group(2)}={MASK}" if is_secret_name(m.group(2)) and m.group(3) != MASK
-        else m.group(0), out)
-    with _lock:
-        known = sorted(_known, key=len, reverse=True)
-    for v in known:
-        out = out.replace(v, MASK)
-    return out
-
-
-def mask_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
-    out: list[str] = []
-    hide_next = False
-    for a in argv:
-        if hide_next:
-            out.append(MASK)
-            hide_next = False
-            continue
-        flag, eq, _ = a.partition("=")
-        if re.fullmatch(_SECRET_FLAG, flag, re.IGNORECASE):
-            out.append(f"{flag}={MASK}" if eq else a)
-            hide_next = not eq
-        else:
-            out.append(mask(a))
-    return out
-
-
-def mask_env(env: dict[str, str]) -> dict[str, str]:
-    return {k: (MASK if is_secret_name(k) else mask(v)) for k, v in env.items()}
 
 
 def journal_path() -> Path:
