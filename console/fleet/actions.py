@@ -7,18 +7,21 @@ the owner of a busy GPU or port as it is now.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
+import os
 import shlex
 import time
 from typing import TYPE_CHECKING
 
 from console import __version__
-from console.fleet import discovery
+from console.fleet import discovery, hostlock
 from console.fleet.api import ActionOutcome, LaunchPreview, PreCheck
 from console.fleet.events import ServerAction, ServerMeta, ServerSeen
 from console.fleet.journal import mask, mask_argv, mask_env, remember_secrets
 from console.fleet.prechecks import GPU_BUSY_MIB, facts_command, parse_facts, run_checks
 from console.gpu import nvsmi
+from console.sglang import launchscript
 from console.sglang.command import LaunchPlan, plan_launch, shell_path
 from console.sglang.lint import lint_preset
 from console.transport.base import TransportError
@@ -68,22 +71,20 @@ async def launch(ctl: FleetController, preset_name: str, gpus: list[int] | None 
     if preset_name not in ctl.fleet.presets:
         return ActionOutcome(False, f"unknown preset '{preset_name}'")
     preset = ctl.fleet.presets[preset_name]
+    link = ctl.links[preset.host]
     async with ctl.host_lock(preset.host):
-        pv = await preview(ctl, preset_name, gpus, only)
-        plans = pv.plans
-        if not plans:
-            return ActionOutcome(False, f"preset {preset_name} has no replica named {only}")
-        if pv.blocked:
-            msg = refusal(pv)
-            for p in plans or pv.plans:
-                ctl.emit([ServerAction(p.replica.name, time.time(), "launch", False, msg)])
-            return ActionOutcome(False, msg, [p.replica.name for p in plans])
-        started = []
-        for plan in plans:
-            ok, msg = await _start(ctl, plan)
-            if not ok:
-                return ActionOutcome(False, msg, started)
-            started.append(plan.replica.name)
+        if not await link.wait_up(10):
+            return ActionOutcome(False, f"{preset.host}: host unreachable ({link.last_error or 'not connected'})")
+        try:
+            # the host's own lock (another console's launch waits), held from the pre-checks until meta.json
+            async with hostlock.hold(link.transport.stream, preset.host, ctl.fleet.hosts[preset.host]) as lock:
+                refused = await _locked_launch(ctl, preset_name, gpus, only, lock)
+        except hostlock.LockBusy as e:
+            ctl.emit([ServerAction(preset_name, time.time(), "launch", False, str(e))])
+            return ActionOutcome(False, f"refused: {e}")
+    if not refused.ok:
+        return refused
+    started = refused.servers
     if wait:
         results = await asyncio.gather(*(wait_ready(ctl, n, preset.ready_timeout) for n in started))
         bad = [m for ok, m in results if not ok]
@@ -93,13 +94,56 @@ async def launch(ctl: FleetController, preset_name: str, gpus: list[int] | None 
     return ActionOutcome(True, f"launched {', '.join(started)}", started)
 
 
-async def _start(ctl: FleetController, plan: LaunchPlan) -> tuple[bool, str]:
+async def _locked_launch(ctl: FleetController, preset_name: str, gpus: list[int] | None, only: str | None,
+                         lock: hostlock.HeldLock) -> ActionOutcome:
+    """Pre-checks then start every replica, under the host's lock; ok with the servers started."""
+    pv = await preview(ctl, preset_name, gpus, only)
+    plans = pv.plans
+    if not plans:
+        return ActionOutcome(False, f"preset {preset_name} has no replica named {only}")
+    if pv.blocked:
+        msg = refusal(pv)
+        for p in plans:
+            ctl.emit([ServerAction(p.replica.name, time.time(), "launch", False, msg)])
+        return ActionOutcome(False, msg, [p.replica.name for p in plans])
+    started: list[str] = []
+    for plan in plans:
+        ok, msg = await _start(ctl, plan, lock)
+        if not ok:
+            return ActionOutcome(False, msg, started)
+        started.append(plan.replica.name)
+    return ActionOutcome(True, "", started)
+
+
+def _secret_args(plan: LaunchPlan) -> dict[str, str]:
+    """The plan's secret SGLang flags, plus the preset's `api_key_env` key when args name none (local env)."""
+    out = dict(plan.secret_args)
+    key = os.environ.get(plan.api_key_env) if plan.api_key_env else None
+    if key and "api-key" not in out:
+        out["api-key"] = key
+    return out
+
+
+async def _start(ctl: FleetController, plan: LaunchPlan, lock: hostlock.HeldLock) -> tuple[bool, str]:
+    """One remote command: secrets over stdin (0600 files), the gated server, then meta.json (see launchscript)."""
     r = plan.replica
     link = ctl.links[r.host]
+    host = ctl.fleet.hosts[r.host]
+    secret_args = _secret_args(plan)
     remember_secrets(plan.argv, plan.env)
+    remember_secrets([a for k, v in secret_args.items() for a in (f"--{k}", v)])
+    launch_id = f"{lock.token}-{r.index}"
+    meta = ServerMeta(
+        name=r.name, host=r.host, gpus=r.gpus, port=r.port, preset=r.preset, managed=True, pid=None, sid=None,
+        log_path=plan.log_path, argv=tuple(mask_argv(plan.argv)), env=tuple(sorted(mask_env(plan.env).items())),
+        started_at=time.time(), command=mask(plan.command), launch_id=launch_id, bind=plan.bind,
+    )
+    doc = discovery.meta_to_json(meta, {"console_version": __version__, "python": plan.python})
+    script = launchscript.launch_script(plan, discovery.meta_dir(host, r.name), lock.path, lock.token, launch_id)
+    stdin = launchscript.launch_input(launchscript.meta_body(doc), secret_args, plan.secret_env)
     try:
-        # the host's clock right after the fork: a process sample taken later must show the pid
-        res = await link.run(f"{plan.command}; date +%s.%N", timeout=30)
+        # prints the pid, then the host's clock right after the fork: a later process sample must show the pid
+        res = await link.run(script, input=stdin, timeout=30)
     except TransportError as e:
         ctl.emit([ServerAction(r.name, time.time(), "launch", False, str(e))])
         return False, str(e)
@@ -117,29 +161,10 @@ async def _start(ctl: FleetController, plan: LaunchPlan) -> tuple[bool, str]:
         return False, msg
     pid = int(pid_s)
     now = time.time()
-    meta = ServerMeta(
-        name=r.name, host=r.host, gpus=r.gpus, port=r.port, preset=r.preset, managed=True, pid=pid, sid=pid,
-        log_path=plan.log_path, argv=tuple(mask_argv(plan.argv)), env=tuple(sorted(mask_env(plan.env).items())),
-        started_at=now, command=mask(plan.command), launch_id=f"{pid}-{int(now * 1000)}", bind=plan.bind,
-    )
+    meta = dataclasses.replace(meta, pid=pid, sid=pid, started_at=now)
     ctl.note_launched(meta, remote_t)
     ctl.emit([ServerSeen(meta, now), ServerAction(r.name, now, "launch", True, f"pid {pid}, log {plan.log_path}")])
-    await _write_meta(ctl, meta)
     return True, f"launched {r.name} (pid {pid})"
-
-
-async def _write_meta(ctl: FleetController, meta: ServerMeta) -> None:
-    host = ctl.fleet.hosts[meta.host]
-    d = shell_path(discovery.meta_dir(host, meta.name))
-    doc = discovery.meta_to_json(meta, {"console_version": __version__, "python": meta.argv[0] if meta.argv else ""})
-    cmd = (f"mkdir -p {d} && cat > {d}/meta.json.tmp && mv -f {d}/meta.json.tmp {d}/meta.json && "
-           f"cat {d}/meta.json >> {d}/history.jsonl")
-    try:
-        res = await ctl.links[meta.host].run(cmd, input=doc + "\n", timeout=20)
-        if not res.ok:
-            ctl.emit([ServerAction(meta.name, time.time(), "meta", False, f"cannot write meta.json: {res.stderr.strip()}")])
-    except TransportError as e:
-        ctl.emit([ServerAction(meta.name, time.time(), "meta", False, f"cannot write meta.json: {e}")])
 
 
 async def wait_ready(ctl: FleetController, name: str, timeout: float) -> tuple[bool, str]:

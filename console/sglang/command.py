@@ -1,17 +1,48 @@
 """Preset -> replicas -> the exact, shell-quoted remote launch command (pure).
 
 Every value reaches the remote shell through `shlex.quote`/`shlex.join`, so a model path holding
-`$(...)`, backticks, `;` or quotes is passed to SGLang literally and never run.
+`$(...)`, backticks, `;` or quotes is passed to SGLang literally and never run. Secrets (`--api-key`,
+env vars named like KEY/TOKEN/SECRET/PASSWORD) never go on an argv: `console.sglang.launchscript`
+sends them over the SSH channel's stdin into 0600 files.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
 from console.config import Fleet, Host, Preset
 
 LAUNCH_MODULE = "sglang.launch_server"
+SECRET_FLAGS = ("--api-key", "--admin-api-key")
+"""SGLang flags whose value is a secret: given to SGLang through its `--config` YAML file, never on argv."""
+_SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+
+
+def is_secret_env(name: str) -> bool:
+    """`HF_TOKEN`, `*_KEY`, `*_SECRET`, `*PASSWORD*`...: the same rule the journal masks by."""
+    return bool(_SECRET_ENV.search(name))
+
+
+def split_secret_args(args: list[str] | tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+    """(args without secret flags, {"api-key": value, ...}); `--api-key V` and `--api-key=V` both."""
+    public: list[str] = []
+    secret: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        flag, eq, val = args[i].partition("=")
+        if flag in SECRET_FLAGS:
+            if eq:
+                secret[flag[2:]] = val
+            elif i + 1 < len(args):
+                secret[flag[2:]] = args[i + 1]
+                i += 1
+            i += 1
+            continue
+        public.append(args[i])
+        i += 1
+    return public, secret
 
 
 @dataclass(frozen=True)
@@ -40,6 +71,12 @@ class LaunchPlan:
     bind: str = "127.0.0.1"
     api_key_env: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    public_argv: list[str] = field(default_factory=list)
+    """`argv` without secret flags: what the host's process table shows."""
+    public_env: dict[str, str] = field(default_factory=dict)
+    secret_env: dict[str, str] = field(default_factory=dict)
+    secret_args: dict[str, str] = field(default_factory=dict)
+    """SGLang `--config` keys (`api-key`) -> values."""
 
     @property
     def sglang_args(self) -> list[str]:
@@ -166,8 +203,13 @@ def plan_launch(fleet: Fleet, preset_name: str, stamp: str, gpus: list[int] | No
         argv = build_argv(preset, host, r)
         env = build_env(preset, host, r)
         log = render_log_path(preset, host, r, stamp)
-        plans.append(LaunchPlan(r, argv[0], argv, env, log, launch_command(argv, env, log),
-                                bind=preset.bind, api_key_env=preset.api_key_env))
+        public_args, secret_args = split_secret_args(argv[3:])
+        public_argv = [*argv[:3], *public_args]
+        public_env = {k: v for k, v in env.items() if not is_secret_env(k)}
+        secret_env = {k: v for k, v in env.items() if is_secret_env(k)}
+        plans.append(LaunchPlan(r, argv[0], argv, env, log, launch_command(public_argv, public_env, log),
+                                bind=preset.bind, api_key_env=preset.api_key_env, public_argv=public_argv,
+                                public_env=public_env, secret_env=secret_env, secret_args=secret_args))
     return plans
 
 

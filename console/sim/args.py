@@ -346,8 +346,44 @@ def parse(argv: list[str], version: str | None = None) -> argparse.Namespace:
     return build_parser(version).parse_args(argv)
 
 
+def merge_config(argv: list[str], parser: argparse.ArgumentParser | None = None) -> list[str]:
+    """SGLang's `--config FILE.yaml` (ConfigArgumentMerger): the file's keys become `--key value` words put
+    before the command line's (so the command line wins), in memory; the process argv keeps only the path.
+    The sim reads the YAML subset the console writes, a JSON object (a YAML flow mapping)."""
+    idx = [i for i, a in enumerate(argv) if a == "--config"]
+    if not idx:
+        return argv
+    if len(idx) > 1:
+        raise ValueError("Multiple config files specified! Only one allowed.")
+    i = idx[0]
+    if i == len(argv) - 1:
+        raise ValueError("No config file specified after --config flag!")
+    path = Path(argv[i + 1])
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        raise ValueError(f"Config file must be YAML format, got: {path.suffix}")
+    if not path.exists():
+        raise ValueError(f"Config file not found: {argv[i + 1]}")
+    text = path.read_text()
+    data = json.loads(text) if text.strip() else {}
+    if not isinstance(data, dict):
+        raise ValueError("Config file must contain a dictionary at root level")
+    store_true = {a.dest for a in (parser or build_parser())._actions if isinstance(a, argparse._StoreTrueAction)}
+    words: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, bool):
+            if key.replace("-", "_") in store_true:
+                words += [f"--{key}"] if value else []
+            else:
+                words += [f"--{key}", str(value).lower()]
+        elif isinstance(value, list):
+            words += [f"--{key}", *(str(v) for v in value)] if value else []
+        else:
+            words += [f"--{key}", str(value)]
+    return words + argv[:i] + argv[i + 2:]
+
+
 def prepare_server_args(argv: list[str]) -> ServerArgs:
     """argparse (exit 2) + ServerArgs.__post_init__ (SGLang's ValueError/AssertionError texts)."""
-    ns = parse(list(argv))
+    ns = parse(merge_config(list(argv)))
     known = {f.name for f in dataclasses.fields(ServerArgs) if f.repr}
     return ServerArgs(**{k: v for k, v in vars(ns).items() if k in known})
