@@ -10,7 +10,7 @@ import argparse
 import asyncio
 import sys
 
-from console.commands.stop import resolve
+from console.commands.stop import resolve, unknown_host_of
 from console.config import load_fleet
 from console.fleet.controller import FleetController
 from console.fleet.events import LogData
@@ -31,12 +31,12 @@ def run(args: argparse.Namespace) -> int:
     fleet = load_fleet(args.hosts)
     host = host_of(args.name, fleet)
     if host is None:
-        return fail(f"cannot tell the host of '{args.name}' (see `status`)", EXIT_USAGE)
+        return fail(unknown_host_of(args.name, fleet), EXIT_USAGE)
 
     async def body(ctl: FleetController) -> int:
-        name = resolve(ctl, args.name)
+        name, why = resolve(ctl, args.name)
         if name is None:
-            return fail(f"no server '{args.name}' on {host}", EXIT_USAGE)
+            return fail(why, EXIT_USAGE)
         s = ctl.state.servers[name]
         path = s.meta.log_path
         if args.previous:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from console.commands.stop import resolve
+from console.commands.stop import resolve, unknown_host_of
 from console.config import load_fleet
 from console.fleet.controller import FleetController
 from console.fleet.journal import mask
@@ -56,12 +56,12 @@ def run(args: argparse.Namespace) -> int:
     fleet = load_fleet(args.hosts)
     host = host_of(args.target, fleet)
     if host is None:
-        return fail(f"cannot tell the host of '{args.target}'; give a server name (see `status`) or a URL", EXIT_USAGE)
+        return fail(unknown_host_of(args.target, fleet) + " (or give a URL)", EXIT_USAGE)
 
     async def body(ctl: FleetController) -> int:
-        name = resolve(ctl, args.target)
+        name, why = resolve(ctl, args.target)
         if name is None:
-            return fail(f"no server '{args.target}' on {host}", EXIT_USAGE)
+            return fail(why, EXIT_USAGE)
         url = await ctl.server_url(name)
         return await probe_url(url, args.prompt, args.max_tokens, ctl.api_key_env(name), args.json)
 

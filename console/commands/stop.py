@@ -1,7 +1,7 @@
 """`dflash-console stop NAME`: SIGTERM to the server's session, SIGKILL after the drain timeout, GPUs confirmed free.
 
-Exit 0 stopped and GPUs free, 1 failed or refused (external servers are read-only), 2 unknown
-name, 3 host unreachable.
+Exit 0 stopped and GPUs free (or already stopped), 1 failed or refused (external servers are
+read-only), 2 unknown or ambiguous name (with the replicas, or a did-you-mean), 3 host unreachable.
 """
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from console.config import load_fleet
+from console.commands.names import did_you_mean, known_names
+from console.commands.names import resolve as resolve_name
+from console.config import Fleet, load_fleet
 from console.fleet.controller import FleetController
 from console.fleet.journal import mask
 from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, host_of, run_async, session
@@ -25,13 +27,16 @@ def run(args: argparse.Namespace, verb: str) -> int:
     fleet = load_fleet(args.hosts)
     host = host_of(args.name, fleet)
     if host is None:
-        return fail(f"cannot tell the host of '{args.name}'; expected PRESET@HOST:gpuN (see `status`)", EXIT_USAGE)
+        return fail(unknown_host_of(args.name, fleet), EXIT_USAGE)
 
     async def body(ctl: FleetController) -> int:
-        name = resolve(ctl, args.name)
-        if name is None:
-            known = ", ".join(s for s in ctl.state.servers if ctl.state.servers[s].meta.host == host) or "none"
-            return fail(f"no server '{args.name}' on {host} (known there: {known})", EXIT_USAGE)
+        r = resolve_name(ctl.state, fleet, args.name)
+        if r.stopped and verb == "stop":
+            print(f"{r.name or args.name} is already stopped")
+            return EXIT_OK
+        if r.name is None:
+            return fail(r.error or f"no server '{args.name}'", EXIT_USAGE)
+        name = r.name
         out = await (ctl.stop_server(name) if verb == "stop" else ctl.restart(name))
         if out.ok and verb == "restart" and getattr(args, "wait", False):
             out = await ctl.wait_ready(name)
@@ -41,9 +46,17 @@ def run(args: argparse.Namespace, verb: str) -> int:
     return run_async(session(args, [host], body, fleet=fleet))
 
 
-def resolve(ctl: FleetController, name: str) -> str | None:
-    """An exact server name, or the only server of a preset."""
-    if name in ctl.state.servers:
-        return name
-    of_preset = [s.name for s in ctl.state.servers.values() if s.meta.preset == name]
-    return of_preset[0] if len(of_preset) == 1 else None
+def unknown_host_of(name: str, fleet: Fleet) -> str:
+    """Why a name names no host: a typo gets the closest preset or replica name."""
+    hint = did_you_mean(name, known_names(fleet))
+    return f"no server or preset '{name}'{hint or '; expected PRESET@HOST:gpuN or a preset (see `status`)'}"
+
+
+def resolve(ctl: FleetController, name: str) -> tuple[str | None, str]:
+    """A running (or ended) server's exact name, else None and why (ambiguous, not running, a typo)."""
+    r = resolve_name(ctl.state, ctl.fleet, name)
+    if r.name is not None and not r.stopped:
+        return r.name, ""
+    if r.name is not None and r.name in ctl.state.servers:
+        return r.name, ""
+    return None, r.error or f"{name} is not running"
