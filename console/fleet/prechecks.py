@@ -29,6 +29,9 @@ GPU_BUSY_MIB = 1024
 LOG_DISK_MIN_KIB = 64 * 1024
 """Below this much free space in the log dir a launch is refused (the server could not even log its crash)."""
 LOG_DISK_WARN_KIB = 1024 * 1024
+RUN_DISK_MIN_KIB = 1024
+"""Below this much free space in run_dir a launch is refused: meta.json (the console's record of the server)
+and the secrets files must be written before the server may start."""
 
 @dataclass
 class HostFacts:
@@ -48,6 +51,8 @@ class HostFacts:
     metas: list[ServerMeta] = field(default_factory=list)
     log_free_kib: int | None = None
     log_mount: str = ""
+    run_free_kib: int | None = None
+    run_mount: str = ""
 
 
 def facts_command(fleet_host: Host, model: str, log_dir: str | None = None) -> str:
@@ -55,6 +60,7 @@ def facts_command(fleet_host: Host, model: str, log_dir: str | None = None) -> s
     ld = shell_path(log_dir or fleet_host.effective_log_dir)
     disk = (f'd={ld}; while [ ! -d "$d" ] && [ "$d" != / ] && [ "$d" != . ]; do d=$(dirname "$d"); done; '
             'df -Pk "$d" 2>/dev/null | tail -n 1')
+    run_disk = disk.replace(f"d={ld};", f"d={shell_path(fleet_host.run_dir)};", 1)
     gpu_q = shlex.join(["nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv,noheader,nounits"])
     m = shell_path(model)
     return "; ".join([
@@ -64,6 +70,7 @@ def facts_command(fleet_host: Host, model: str, log_dir: str | None = None) -> s
         'echo "==> ports"', "(ss -ltnpH 2>/dev/null || ss -ltnH 2>/dev/null || echo '==> noports')",
         'echo "==> model"', f"if [ -e {m} ]; then echo present; head -c 300000 {m}/config.json 2>/dev/null; else echo missing; fi",
         'echo "==> disk"', disk,
+        'echo "==> rundisk"', run_disk,
         'echo "==> metas"', discovery.list_command(fleet_host).split('; echo "==> ps"')[0],
         'echo "==> end"',
     ])
@@ -118,6 +125,9 @@ def parse_facts(text: str, host_name: str) -> HostFacts:
     disk = [ln.split() for ln in sections.get("disk", []) if ln.strip()]
     if disk and len(disk[-1]) >= 6 and disk[-1][3].isdigit():
         f.log_free_kib, f.log_mount = int(disk[-1][3]), disk[-1][5]
+    run = [ln.split() for ln in sections.get("rundisk", []) if ln.strip()]
+    if run and len(run[-1]) >= 6 and run[-1][3].isdigit():
+        f.run_free_kib, f.run_mount = int(run[-1][3]), run[-1][5]
     f.metas, _ = discovery.parse_listing("\n".join(sections.get("metas", [])), host_name)
     return f
 
@@ -187,6 +197,10 @@ def run_checks(ctl: FleetController, preset_name: str, plans: list[LaunchPlan], 
     elif f.log_free_kib is not None and f.log_free_kib < LOG_DISK_WARN_KIB:
         checks.append(PreCheck("log disk", False, f"only {f.log_free_kib // 1024} MiB free for logs on {host} "
                                f"({f.log_mount})", blocking=False))
+    if f.run_free_kib is not None and f.run_free_kib < RUN_DISK_MIN_KIB:
+        checks.append(PreCheck("run_dir disk", False, f"no space for meta.json in run_dir on {host}: "
+                               f"{f.run_free_kib} KiB free on {f.run_mount} (run_dir "
+                               f"{ctl.fleet.hosts[host].run_dir}; disk full?)"))
     if f.model_present is False:
         checks.append(PreCheck("model present", False, f"model path {preset.model} does not exist on {host}"))
     if f.model_config_error:
