@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 
+from console.remote_text import for_terminal
+
 BLOCKS = "▁▂▃▄▅▆▇█"
-_ANSI = re.compile(r"\x1b(\[[0-9;?<=>!]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
-_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 PHASE_WORDS = {
     "launching": "launching",
@@ -25,9 +24,8 @@ STARTING = ("launching", "loading_weights", "kv_cache", "cuda_graph", "warming")
 
 
 def clean(text: str, limit: int | None = None) -> str:
-    """Strips ANSI escapes and control characters from untrusted text (tabs become spaces)."""
-    text = _ANSI.sub("", text.replace("\t", "    "))
-    text = _CTRL.sub("�", text)
+    """Untrusted text as every screen, copy and save shows it: sanitised, secrets masked (tabs become spaces)."""
+    text = for_terminal(text.replace("\t", "    "))
     return text if limit is None or len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 

@@ -338,7 +338,7 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         since = f"starting for {fmt.age(max(0.0, self._now() - started))}" if started else "starting"
         rows = [Content.styled(since, c["dim"])]
         if not compact and srv.log.lines:
-            rows.append(Content.styled(fmt.clean(srv.log.lines[-1][-200:]), c["dim"]))
+            rows.append(Content.styled(fmt.clean(srv.log.lines[-1])[-200:], c["dim"]))  # masked whole, then cut
         return rows
 
     def _throughput(self, srv: ServerState, w: int, c: dict[str, str]) -> Content:
