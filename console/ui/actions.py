@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from console.fleet.events import Notice
+from console.remote_text import for_terminal
 from console.ui.messages import ActionDone
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class ActionsMixin:
         sev = "information" if msg.ok else "error"
         self.activity.append(Notice(self.now(), "info" if msg.ok else "error",
                                     f"{msg.action} {msg.target}: {msg.message or ('ok' if msg.ok else 'failed')}"))
-        self.notify(msg.message or f"{msg.action} {msg.target}: {'ok' if msg.ok else 'failed'}",
+        self.notify(for_terminal(msg.message or f"{msg.action} {msg.target}: {'ok' if msg.ok else 'failed'}"),
                     title=f"{msg.action} {msg.target}", severity=sev, markup=False)
 
     # -- the verbs ---------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from console.fleet.events import (
     event_host,
 )
 from console.fleet.state import FleetState, ServerState
+from console.remote_text import for_terminal
 from console.ui import gcpolicy
 from console.ui.actions import MUTATING, ActionsMixin
 from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
@@ -215,7 +216,7 @@ class DflashApp(ActionsMixin, App[int]):
         if srv is not None and not srv.meta.managed:
             return  # we did not start it: its comings and goings are news, not alarms
         sev = {"info": "information", "warning": "warning", "error": "error"}[n.level]
-        self.notify(n.message, severity=sev, markup=False, timeout=8 if n.level == "error" else 4)
+        self.notify(for_terminal(n.message), severity=sev, markup=False, timeout=8 if n.level == "error" else 4)
         if n.level == "error" and self.bell_on_error:
             self.bell()
 
@@ -360,7 +361,7 @@ class DflashApp(ActionsMixin, App[int]):
         w = event.worker
         if event.state == WorkerState.ERROR and w.error is not None:
             self.status_line = f"{w.description or w.name}: {w.error}"
-            self.notify(f"{w.description or w.name}: {type(w.error).__name__}: {w.error}", severity="error",
+            self.notify(for_terminal(f"{w.description or w.name}: {type(w.error).__name__}: {w.error}"), severity="error",
                         markup=False, timeout=10)
 
     async def on_unmount(self) -> None:
