@@ -175,7 +175,7 @@ class FleetScreen(ServerKeys, Screen):
         if app.demo is not None:  # type: ignore[attr-defined]
             parts.append(("  demo (simulated fleet)", "italic"))
         if app.status_line:  # type: ignore[attr-defined]
-            parts.append("  " + app.status_line)  # type: ignore[attr-defined]
+            parts.append("  " + fmt.clean(app.status_line, 200))  # type: ignore[attr-defined]
         update_row(bar, Content.assemble(*parts))
 
     def on_resize(self) -> None:
