@@ -13,21 +13,19 @@ import math
 import re
 from typing import NamedTuple
 
+from console.remote_text import sanitize
+
 MAX_LINE = 16_384
 """Characters kept per line; the rest of a longer line is dropped."""
 
 _TERM = re.compile(r"\r\n|\r|\n")
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-_CTRL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 def clean_line(line: str) -> str:
-    """Strip ANSI escapes and control characters other than tab."""
+    """The one remote-text sanitiser (C0 but tab, C1, 7- and 8-bit escapes), and no newline inside a line."""
     if line.isprintable():
         return line
-    if "\x1b" in line:
-        line = _ANSI.sub("", line)
-    return _CTRL.sub("", line)
+    return sanitize(line).replace("\n", "")
 
 
 class LineSplitter:
