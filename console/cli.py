@@ -13,6 +13,7 @@ import sys
 
 from console import __version__
 from console.config import ConfigError
+from console.remote_text import safe_output
 
 COMMANDS = ("status", "launch", "stop", "restart", "probe", "logs", "trust", "journal",
             "diagnose", "check", "bench", "sim")
@@ -68,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
             from console.commands.tui import run_tui
 
             return run_tui(args)
-        rc = int(args.func(args) or 0)
-        sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not in the exit-time flush
+        with safe_output():  # every command's output sanitised and secret-masked, line by line
+            rc = int(args.func(args) or 0)
+            sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not in the exit-time flush
         return rc
     except ConfigError as e:
         for issue in e.issues:

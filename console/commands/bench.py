@@ -306,7 +306,7 @@ def _stderr_progress() -> Callable[[int, int, int], None] | None:
 
     def show(c: int, done: int, total: int) -> None:
         end = "\n" if done >= total else ""
-        sys.stderr.write(f"\rC={c:<4} {done}/{total} requests" + end)
+        getattr(sys.stderr, "raw_write", sys.stderr.write)(f"\rC={c:<4} {done}/{total} requests" + end)
         sys.stderr.flush()
 
     return show

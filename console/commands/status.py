@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import time
 
 from console.fleet.controller import FleetController
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
                 print(json.dumps(doc, indent=None if args.watch else 2), flush=True)
             else:
                 if args.watch:
-                    print("\x1b[2J\x1b[H", end="")
+                    getattr(sys.stdout, "raw_write", sys.stdout.write)("\x1b[2J\x1b[H")  # ours, not remote text
                 print(render(doc), flush=True)
             if not args.watch:
                 return EXIT_UNREACHABLE if any(h["state"] != "up" for h in doc["hosts"]) else EXIT_OK

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 STOP_DRAIN_S = 30.0
 STOP_KILL_WAIT_S = 10.0
 GPU_RELEASE_WAIT_S = 20.0
+CRASH_EXIT_GRACE_S = 10.0
+"""A log that says crashed while the process lives: wait this long for the exit before telling the cause."""
 
 
 def new_stamp() -> str:
@@ -172,10 +174,15 @@ async def wait_ready(ctl: FleetController, name: str, timeout: float) -> tuple[b
     deadline = time.monotonic() + timeout
     s0 = ctl.state.servers.get(name)
     launch_id = s0.meta.launch_id if s0 else ""
+    crashed_at: float | None = None
     while time.monotonic() < deadline:
         s = ctl.state.servers.get(name)
         if s is not None and s.meta.launch_id == launch_id:
-            if not s.alive or s.phase == "crashed":
+            if s.phase == "crashed" and crashed_at is None:
+                crashed_at = time.monotonic()
+            # the cause is told once the process ended and its log was read to the end (the pane's diagnosis),
+            # not from a traceback still being written; a crashed process that lingers is told after a grace
+            if not s.alive or (crashed_at is not None and time.monotonic() - crashed_at >= CRASH_EXIT_GRACE_S):
                 d = s.log.diagnosis
                 return False, f"{name} crashed" + (f": {d.summary}" if d else "")
             if s.phase in ("ready", "serving") and s.health == "ok":

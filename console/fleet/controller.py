@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 
 import httpx
 
 from console.config import Fleet, Host
-from console.fleet import actions, discovery
+from console.fleet import actions, discovery, liveness, recheck
 from console.fleet.api import ActionOutcome, LaunchPreview, Listener
 from console.fleet.events import (
     ComputeApp,
@@ -28,6 +28,7 @@ from console.fleet.events import (
     Notice,
     ProcessSample,
     ServerAction,
+    ServerAlive,
     ServerGone,
     ServerMeta,
     ServerSeen,
@@ -35,6 +36,7 @@ from console.fleet.events import (
 )
 from console.fleet.hostlink import HostLink
 from console.fleet.journal import Journal
+from console.fleet.journalview import operation
 from console.fleet.monitor import ProcFrame, external_meta, gpus_of_session, sglang_mains
 from console.fleet.state import FleetState
 from console.sglang.command import shell_path
@@ -75,6 +77,9 @@ class FleetController:
         self._http: httpx.AsyncClient | None = None
         self._started = False
         self._seen_ids: set[str] = set()
+        self.absences = liveness.Absences()
+        """Servers the last process samples missed, since when (one miss does not end a server)."""
+        self._rechecks: dict[str, asyncio.Task[None]] = {}
         self.http_in_flight = 0
         """Health requests open now (each is one forward channel on its host)."""
 
@@ -146,7 +151,7 @@ class FleetController:
             self._tasks.append(asyncio.create_task(self._health_loop(name), name=f"health:{name}"))
 
     async def close(self) -> None:
-        for t in self._tasks:
+        for t in [*self._tasks, *self._rechecks.values()]:
             t.cancel()
         if self._tasks:  # bounded: a task stuck in a cleanup must not hang the console's exit
             await asyncio.wait(self._tasks, timeout=CLOSE_TIMEOUT_S)
@@ -247,13 +252,30 @@ class FleetController:
         managed = [s for s in self.state.servers_on(host) if s.meta.managed and s.alive]
         for s in managed:
             if s.meta.sid in sids or s.meta.pid in pids:
+                self.absences.seen(s.name)
                 continue
             if not self._sampled_after_launch(s.name, frame, at):
                 continue
-            events.append(ServerGone(s.name, at))
+            self.absences.missed(s.name, frame.sampled_at or at)
+            self._recheck(s.name, recheck.confirm_gone(self, link, s.name))  # one missed sample ends nothing
+        for s in self.state.servers_on(host):
+            if (s.meta.managed and not s.alive and not s.stopping and s.ended_at is not None
+                    and discovery.is_alive(s.meta, frame.procs)):  # called ended, yet its session is there
+                events.append(ServerAlive(s.name, at))
+                self._recheck(s.name, recheck.resync_log(self, link, s.name))
         if host in self._discovered:
             events.extend(self._externals(host, frame, apps, at, {s.meta.sid for s in managed}))
         self.emit(events)
+
+    def _recheck(self, name: str, coro: Coroutine[None, None, None]) -> None:
+        """One recheck task per server at a time (a sample a second must not pile them up)."""
+        cur = self._rechecks.get(name)
+        if cur is not None and not cur.done():
+            coro.close()
+            return
+        task = asyncio.create_task(coro, name=f"recheck:{name}")
+        self._rechecks[name] = task
+        task.add_done_callback(lambda t: self._rechecks.pop(name, None) if self._rechecks.get(name) is t else None)
 
     def _sampled_after_launch(self, name: str, frame: ProcFrame, at: float) -> bool:
         """Was this ps taken after the launch forked? By the host's clock when both are known, else by ours."""
@@ -280,7 +302,12 @@ class FleetController:
             if cur is None or cur.meta.launch_id != meta.launch_id or cur.meta.gpus != meta.gpus or not cur.alive:
                 out.append(ServerSeen(meta, at))
         for s in self.state.servers_on(host):
-            if not s.meta.managed and s.alive and s.name not in seen:
+            if s.meta.managed or not s.alive:
+                continue
+            if s.name in seen:
+                self.absences.seen(s.name)
+            elif self.absences.missed(s.name, at) >= liveness.EXTERNAL_CONFIRM_S:  # two samples apart
+                self.absences.seen(s.name)
                 out.append(ServerGone(s.name, at))
         return out
 
@@ -301,7 +328,7 @@ class FleetController:
                     continue
                 every = HEALTH_READY_EVERY_S if s.health == "ok" else HEALTH_EVERY_S
                 if s.health_at is None or now - s.health_at >= every - 0.05:
-                    self.emit([await self._check_health(s.name)])
+                    self.emit([await self.check_health(s.name)])
                 if (s.health == "ok" and "--enable-metrics" in s.meta.argv
                         and (s.metrics_at is None or now - s.metrics_at >= METRICS_EVERY_S)):
                     m = await self._get_metrics(s.name)
@@ -331,7 +358,7 @@ class FleetController:
         values = {k: float(v) for k, v in vars(m).items() if isinstance(v, (int, float)) and v is not None}
         return MetricsSample(name, time.time(), values)
 
-    async def _check_health(self, name: str) -> HealthResult:
+    async def check_health(self, name: str) -> HealthResult:
         t0 = time.monotonic()
         try:
             url = await self.server_url(name)
@@ -359,13 +386,16 @@ class FleetController:
         return await actions.preview(self, preset, gpus)
 
     async def launch(self, preset: str, gpus: list[int] | None = None, *, wait: bool = False) -> ActionOutcome:
-        return await actions.launch(self, preset, gpus, wait=wait)
+        with operation(f"launch {preset}"):  # the journal groups an action's steps (a CLI command's own wins)
+            return await actions.launch(self, preset, gpus, wait=wait)
 
     async def stop_server(self, name: str) -> ActionOutcome:
-        return await actions.stop(self, name)
+        with operation(f"stop {name}"):
+            return await actions.stop(self, name)
 
     async def restart(self, name: str) -> ActionOutcome:
-        return await actions.restart(self, name)
+        with operation(f"restart {name}"):
+            return await actions.restart(self, name)
 
     async def wait_ready(self, name: str, timeout: float | None = None) -> ActionOutcome:
         s = self.state.servers.get(name)

@@ -132,12 +132,20 @@ class ServerSeen:
 
 @dataclass(frozen=True)
 class ServerGone:
-    """Its process is no longer alive (exit seen by the monitor)."""
+    """Its process is no longer alive: missed by two looks apart in time (and /health down), log read to its end."""
 
     server: str
     at: float
     exit_status: int | None = None
     signal: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerAlive:
+    """A server called ended is in the process table again: it never ended (a sample had missed it)."""
+
+    server: str
+    at: float
 
 
 @dataclass(frozen=True)
@@ -204,7 +212,7 @@ class Notice:
 
 Event = (
     HostConnecting | HostUp | HostDown | GpuSample | TelemetryError | ProcessSample | ServerSeen
-    | ServerGone | ServerRemoved | LogData | LogError | HealthResult | MetricsSample | ServerAction | Notice
+    | ServerGone | ServerAlive | ServerRemoved | LogData | LogError | HealthResult | MetricsSample | ServerAction | Notice
 )
 
 

@@ -25,6 +25,7 @@ from console.fleet.events import (
     Notice,
     ProcessSample,
     ServerAction,
+    ServerAlive,
     ServerGone,
     ServerMeta,
     ServerRemoved,
@@ -105,6 +106,10 @@ class ServerState:
     """VRAM held by all of this server's processes (every TP rank), from compute apps."""
     told: set[str] = field(default_factory=set)
     """Notices already given for this launch ("ready", "crashed"): each is toasted once."""
+    log_resync: bool = False
+    """The log model was reset (the server was alive after all): tail chunks wait for a re-read from byte 0."""
+    last_health_at: float | None = None
+    """When /health last answered 200 (kept after the end, when `health` no longer says anything)."""
 
     def tell_once(self, what: str) -> bool:
         if what in self.told:
@@ -137,6 +142,13 @@ class ServerState:
     @property
     def gen_throughput(self) -> float | None:
         return self.log.gen_throughput if self.alive else None
+
+
+def crash_notice(s: ServerState, at: float) -> Notice:
+    """The crash toast, worded from the same diagnosis the pane shows."""
+    diag = s.log.diagnosis
+    cause = f": {diag.summary}" if diag is not None else ""
+    return Notice(at, "error", f"{s.name} crashed{cause}", server=s.name, host=s.meta.host)
 
 
 class FleetState:
@@ -268,14 +280,25 @@ class FleetState:
         if s is None or not s.alive:
             return []
         s.alive, s.ended_at, s.exit_status, s.signal = False, ev.at, ev.exit_status, ev.signal
+        s.health, s.health_detail = None, ""  # nothing answers any more: no 'health ok' after the end
         s.log.finish(ev.exit_status, ev.signal, stop_requested=s.stopping)
         if s.stopping:
             return [Notice(ev.at, "info", f"{s.name} stopped", server=s.name, host=s.meta.host)]
         if not s.tell_once("crashed"):
             return []
-        diag = s.log.diagnosis
-        cause = f": {diag.summary}" if diag is not None else ""
-        return [Notice(ev.at, "error", f"{s.name} crashed{cause}", server=s.name, host=s.meta.host)]
+        return [crash_notice(s, ev.at)]
+
+    def _server_alive(self, ev: ServerAlive) -> list[Notice]:
+        """Un-ends a server a sample missed: fresh log model (re-read from byte 0), no end, no crash told."""
+        s = self.servers.get(ev.server)
+        if s is None or s.alive or s.stopping:
+            return []
+        s.alive, s.ended_at, s.exit_status, s.signal = True, None, None, None
+        s.log, s.log_offset, s.log_resync = LogModel(), 0, True
+        s.throughput_history.clear()
+        s.told.discard("crashed")
+        return [Notice(ev.at, "warning", f"{s.name} is running: it was called ended, but its process is alive",
+                       server=s.name, host=s.meta.host)]
 
     def _server_removed(self, ev: ServerRemoved) -> list[Notice]:
         self.servers.pop(ev.server, None)
@@ -285,6 +308,10 @@ class FleetState:
         s = self.servers.get(ev.server)
         if s is None or (s.meta.log_path and ev.path != s.meta.log_path):
             return []
+        if s.log_resync:
+            if ev.offset != 0:
+                return []  # the re-read from byte 0 brings these bytes too
+            s.log_resync = False
         data = ev.data
         if ev.offset < s.log_offset:  # a resumed tail re-sent bytes we have: drop the overlap
             skip = s.log_offset - ev.offset
@@ -308,11 +335,7 @@ class FleetState:
             return []
         if after == "ready" and s.tell_once("ready"):
             return [Notice(at, "info", f"{s.name} is ready", server=s.name, host=s.meta.host)]
-        if after == "crashed" and s.alive and s.tell_once("crashed"):
-            diag = s.log.diagnosis
-            cause = f": {diag.summary}" if diag is not None else ""
-            return [Notice(at, "error", f"{s.name} crashed{cause}", server=s.name, host=s.meta.host)]
-        return []
+        return []  # a crash is told when the process has ended and its log is read to the end (_server_gone)
 
     def _log_error(self, ev: LogError) -> list[Notice]:
         s = self.servers.get(ev.server)
@@ -322,10 +345,12 @@ class FleetState:
 
     def _health(self, ev: HealthResult) -> list[Notice]:
         s = self.servers.get(ev.server)
-        if s is None:
-            return []
+        if s is None or not s.alive:
+            return []  # an answer that was in flight when the server ended says nothing now
         before = s.phase
         s.health, s.health_detail, s.health_at = ev.status, ev.detail, ev.at
+        if ev.status == "ok":
+            s.last_health_at = ev.at
         if before != "ready" and s.phase == "ready" and s.tell_once("ready"):
             return [Notice(ev.at, "info", f"{s.name} is ready", server=s.name, host=s.meta.host)]
         return []
@@ -359,6 +384,7 @@ _HANDLERS = {
     ProcessSample: FleetState._process_sample,
     ServerSeen: FleetState._server_seen,
     ServerGone: FleetState._server_gone,
+    ServerAlive: FleetState._server_alive,
     ServerRemoved: FleetState._server_removed,
     LogData: FleetState._log_data,
     LogError: FleetState._log_error,

@@ -103,7 +103,8 @@ class LogParser(StartupLines):
             self._set_terminal(Phase.STOPPED, "stop requested" if stop_requested else "exited with status 0")
             return
         if self._tb.crash is None:
-            what = f"signal {sig}" if sig is not None else f"exit status {exit_status}"
+            what = (f"signal {sig}" if sig is not None else f"exit status {exit_status}" if exit_status is not None
+                    else "no exit status")  # never 'exit status None'
             self._tb.crash = pending or CrashInfo(f"process ended ({what})", self.ts, phase_at_crash=self.phase)
         self._set_terminal(Phase.CRASHED)
 

@@ -14,12 +14,14 @@ from console.fleet.events import (
     ProcessSample,
     ProcInfo,
     ServerAction,
+    ServerAlive,
     ServerGone,
     ServerMeta,
     ServerSeen,
     TelemetryError,
 )
 from console.fleet.state import FleetState
+from tests.shared_samples import SAMPLES
 
 U0, U1 = "GPU-aaaa", "GPU-bbbb"
 
@@ -149,3 +151,57 @@ def test_previous_logs_carried_by_reattach():
     assert st.servers["p@h:gpu0-1"].previous_logs == ["/l/0.log"]
     st.apply(ServerSeen(meta(launch_id="L2", log="/l/b.log"), 2.0))
     assert st.servers["p@h:gpu0-1"].previous_logs == ["/l/0.log", "/l/a.log"]
+
+
+OOM_LOG = (SAMPLES / "sglang-logs" / "14-crash-oom-tp2-3090-piecewise-graph-begin.log").read_bytes()
+
+
+def test_crash_is_told_at_the_end_not_from_a_log_still_being_written():
+    """13.2: a traceback seen while the process lives is not toasted (its last lines may still come); the end is,
+    with the diagnosis of every line read, the pane's."""
+    st = FleetState(["h"])
+    st.apply(ServerSeen(meta(), 1.0))
+    s = st.servers["p@h:gpu0-1"]
+    assert st.apply(LogData(s.name, 2.0, "/l/a.log", 0, OOM_LOG)) == []
+    assert s.phase == "crashed" and s.alive
+    n = st.apply(ServerGone(s.name, 3.0))
+    assert [x.message for x in n] == [f"{s.name} crashed: {s.log.diagnosis.summary}"]
+    assert "out of memory" in n[0].message.lower()
+
+
+def test_vanished_end_never_says_exit_status_none():
+    st = FleetState(["h"])
+    st.apply(ServerSeen(meta(), 1.0))
+    st.apply(LogData("p@h:gpu0-1", 2.0, "/l/a.log", 0, OOM_LOG[:120]))
+    st.apply(ServerGone("p@h:gpu0-1", 3.0))
+    d = st.servers["p@h:gpu0-1"].log.diagnosis
+    assert d is not None and "None" not in f"{d.summary} {d.error_line}", d
+
+
+def test_ended_server_keeps_no_live_health():
+    """13.3: after the end nothing answers: health is cleared and late answers are dropped."""
+    st = FleetState(["h"])
+    st.apply(ServerSeen(meta(), 1.0))
+    st.apply(HealthResult("p@h:gpu0-1", 2.0, "ok"))
+    st.apply(ServerGone("p@h:gpu0-1", 3.0))
+    st.apply(HealthResult("p@h:gpu0-1", 3.1, "ok"))  # was in flight when it ended
+    s = st.servers["p@h:gpu0-1"]
+    assert s.health is None and s.last_health_at == 2.0 and s.phase == "crashed"
+
+
+def test_server_alive_again_is_un_ended_and_its_log_re_read():
+    """13.1: a server called ended whose process is seen again is running, not crashed; its log model starts
+    over from a re-read at byte 0 (tail chunks before it are dropped, they are in the re-read)."""
+    st = FleetState(["h"])
+    st.apply(ServerSeen(meta(), 1.0))
+    s = st.servers["p@h:gpu0-1"]
+    st.apply(LogData(s.name, 2.0, "/l/a.log", 0, b"[2026-01-01 00:00:00] a\n"))
+    st.apply(ServerGone(s.name, 3.0))
+    assert s.phase == "crashed"
+    n = st.apply(ServerAlive(s.name, 4.0))
+    assert s.alive and s.ended_at is None and s.phase == "launching" and "running" in n[0].message
+    st.apply(LogData(s.name, 4.1, "/l/a.log", 24, b"[2026-01-01 00:00:01] late\n"))
+    assert s.log.line_count == 0
+    st.apply(LogData(s.name, 4.2, "/l/a.log", 0, b"[2026-01-01 00:00:00] a\n[2026-01-01 00:00:01] late\n"))
+    assert s.log.line_count == 2 and s.log_offset == 51 and s.log.gaps == 0
+    assert len(st.apply(ServerGone(s.name, 5.0))) == 1  # a later real end is told again
