@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from console.config import user_state_dir
+from console.fleet.journalview import command_name, compact, current_op
 
 # the masking lives in console.masking (one function for every output path); re-exported for old importers
 from console.masking import (  # noqa: F401
@@ -39,7 +40,7 @@ class Journal:
         self._lock = threading.Lock()
 
     def write(self, kind: str, **fields: Any) -> None:
-        rec: dict[str, Any] = {"t": round(time.time(), 3), "kind": kind}
+        rec: dict[str, Any] = {"t": round(time.time(), 3), "kind": kind, **current_op()}
         for k, v in fields.items():
             rec[k] = mask(v) if isinstance(v, str) else v
         line = json.dumps(rec, ensure_ascii=False, default=str)
@@ -54,12 +55,14 @@ class Journal:
     def command(self, r: CommandResult) -> None:
         """Transport `on_command` hook."""
         err = r.stderr.strip()[-300:] if r.exit_status != 0 else ""
-        self.write("command", host=r.host, command=r.command, exit_status=r.exit_status,
+        self.write("command", host=r.host, name=command_name(r.command), command=compact(mask(r.command)),
+                   exit_status=r.exit_status,
                    duration_s=round(r.duration_s, 3), **({"error": err} if err else {}))
 
     def stream(self, r: CommandResult) -> None:
         """HostLink hook: a long-lived remote process (telemetry, process loop, log tail) ended."""
-        self.write("stream", host=r.host, command=r.command, exit_status=r.exit_status,
+        self.write("stream", host=r.host, name=command_name(r.command), command=compact(mask(r.command)),
+                   exit_status=r.exit_status,
                    duration_s=round(r.duration_s, 3))
 
     def event(self, action: str, *, server: str | None = None, host: str | None = None, ok: bool = True,
