@@ -15,6 +15,7 @@ from typing import Any
 from console.config import Fleet, load_fleet
 from console.fleet.controller import FleetController
 from console.fleet.journal import mask
+from console.fleet.journalview import operation
 from console.fleet.state import FleetState, ServerState
 
 SCHEMA = "dflash-console/status/1"
@@ -70,6 +71,12 @@ def host_of(name: str, fleet: Fleet) -> str | None:
     return p.host if p else None
 
 
+def op_name(args: argparse.Namespace) -> str:
+    """`launch small`, `stop NAME`: the journal header of a CLI command's steps."""
+    target = next((str(v) for k in ("preset", "name", "target") if (v := getattr(args, k, None))), "")
+    return f"{getattr(args, 'command', None) or 'cli'} {target}".strip()
+
+
 def fail(msg: str, code: int) -> int:
     print(mask(f"error: {msg}"), file=sys.stderr)
     return code
@@ -89,7 +96,8 @@ async def session(args: argparse.Namespace, hosts: list[str] | None,
         if down and hosts is not None:
             return fail("; ".join(f"host {h} unreachable: {ctl.state.hosts[h].last_error or 'timed out'}"
                                   for h in down), EXIT_UNREACHABLE)
-        return await body(ctl)
+        with operation(op_name(args)):  # after start: the links' own polling tasks stay outside the op
+            return await body(ctl)
     finally:
         await ctl.close()
 
