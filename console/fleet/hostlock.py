@@ -29,8 +29,15 @@ LEASE_S = 180.0
 HOLDER = r"""
 import fcntl, os, sys, time
 path, token, wait, lease = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
-os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+def fail(e):
+    sys.stdout.write("error %s\n" % (e.strerror or e))
+    sys.stdout.flush()
+    sys.exit(74)
+try:
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+except OSError as e:
+    fail(e)
 end = time.monotonic() + wait
 while True:
     try:
@@ -43,9 +50,13 @@ while True:
             sys.stdout.flush()
             sys.exit(75)
         time.sleep(0.05)
-os.ftruncate(fd, 0)
-os.pwrite(fd, ("%s %d\n" % (token, os.getpid())).encode(), 0)
-os.fsync(fd)
+try:
+    os.ftruncate(fd, 0)
+    if os.pwrite(fd, ("%s %d\n" % (token, os.getpid())).encode(), 0) <= 0:
+        raise OSError(28, "No space left on device")
+    os.fsync(fd)
+except OSError as e:
+    fail(e)
 out = sys.stdout
 out.write("locked %d\n" % os.getpid())
 out.flush()
@@ -117,6 +128,9 @@ async def hold(transport_stream: object, host_name: str, host: Host, *, wait_s: 
         if line.startswith("busy"):
             raise LockBusy(f"another launch on {host_name} holds {path} ({line[5:] or 'pid ?'}) for over "
                            f"{wait_s:g} s; try again")
+        if line.startswith("error"):
+            why = line[6:] + (" (disk full?)" if "No space" in line else "")
+            raise LockBusy(f"cannot take the launch lock in run_dir ({path}) on {host_name}: {why}")
         if not line.startswith("locked"):
             raise LockBusy(f"cannot take the launch lock {path} on {host_name}: {line or 'the holder exited'}")
         pid = int(line.split()[1]) if len(line.split()) > 1 and line.split()[1].isdigit() else 0
