@@ -157,3 +157,22 @@ def server_counts(phases: Iterable[str]) -> str:
             counts[kind] += 1
     parts = [f"{n} {kind}" for kind, n in counts.items() if n]
     return " · ".join(parts) or "no servers"
+
+
+def end_words(phase: str, alive: bool, ended_at: float | None, now: float) -> str:
+    """`stopped 3 min ago`, `crashed 14 s ago`, or `crashed · process still running` (a log that says so)."""
+    if alive:
+        return f"{phase} · process still running"
+    return f"{phase} {age(max(0.0, now - ended_at))} ago" if ended_at is not None else phase
+
+
+def last_figures(tok_s: float | None, running: int | None, queued: int | None, kv: float | None) -> str:
+    """`last: 267 tok/s · run 3 · queue 0 · KV 42%`: an ended server's final figures, never shown as current."""
+    parts = [f"{rate(tok_s)} tok/s"] if tok_s is not None else []
+    if running is not None:
+        parts.append(f"run {running}")
+    if queued is not None:
+        parts.append(f"queue {queued}")
+    if kv is not None:
+        parts.append(f"KV {kv * 100:.0f}%")
+    return ("last: " + " · ".join(parts)) if parts else ""

@@ -170,21 +170,10 @@ class ServerScreen(ServerKeys, Screen):
         now = self.app.now()  # type: ignore[attr-defined]
         m = srv.meta
         phase = srv.phase
-        prog = progress_text(srv)
-        if not srv.alive and srv.ended_at:
-            up = f"ended {fmt.age(max(0.0, now - srv.ended_at))} ago"
-        else:
-            up = f"up {fmt.age(max(0.0, now - m.started_at))}" if m.started_at else "up ?"
-        health = srv.health or "—"
         log = srv.log
         head = Content.assemble(
             (fmt.clean(m.name), "bold"), f"  {fmt.clean(m.host)} · GPU {fmt.gpu_span(m.gpus)} · ",
-            server_label(srv), "\n",
-            (fmt.PHASE_WORDS.get(phase, phase), f"bold {phase_style(phase, c)}"), f" {prog}" if prog else "",
-            f" · health {health} · {up} · {fmt.rate(srv.gen_throughput)} tok/s · run "
-            f"{'—' if log.running is None else log.running} · queue {'—' if log.queued is None else log.queued}"
-            f" · KV {'—' if log.token_usage is None else f'{log.token_usage * 100:.0f}%'}"
-            f"{f' · VRAM {fmt.gib(srv.memory_mib)} GiB' if srv.memory_mib else ''} · {log.line_count} lines",
+            server_label(srv), "\n", *self._state_line(srv, phase, now, c), f" · {log.line_count} lines",
         )
         notes = []
         if not m.managed:
@@ -218,6 +207,27 @@ class ServerScreen(ServerKeys, Screen):
             facts.append(f"log: {fmt.clean(m.log_path)}")
         self.query_one("#facts", Static).update(Content("\n".join(facts) or "—"))
         refresh_bindings_if_changed(self)
+
+    @staticmethod
+    def _state_line(srv: ServerState, phase: str, now: float, c: dict[str, str]) -> list[tuple[str, str] | str]:
+        """Live figures while it runs; after the end only the end (when, how, how long it ran, last figures)."""
+        m, log = srv.meta, srv.log
+        word = (fmt.PHASE_WORDS.get(phase, phase), f"bold {phase_style(phase, c)}")
+        if phase in ("crashed", "stopped"):
+            how = "stop requested by the console" if srv.stopping else ""
+            ran = (f"ran {fmt.age(max(0.0, srv.ended_at - m.started_at))}"
+                   if srv.ended_at is not None and m.started_at else "")
+            when = ("process still running" if srv.alive else
+                    f"ended {fmt.age(max(0.0, now - srv.ended_at))} ago" if srv.ended_at is not None else "")
+            last = fmt.last_figures(log.gen_throughput, log.running, log.queued, log.token_usage)
+            return [word, *(f" · {x}" for x in (when, how, ran, last) if x)]
+        prog = progress_text(srv)
+        up = f"up {fmt.age(max(0.0, now - m.started_at))}" if m.started_at else "up ?"
+        return [word, f" {prog}" if prog else "",
+                f" · health {srv.health or '—'} · {up} · {fmt.rate(srv.gen_throughput)} tok/s · run "
+                f"{'—' if log.running is None else log.running} · queue {'—' if log.queued is None else log.queued}"
+                f" · KV {'—' if log.token_usage is None else f'{log.token_usage * 100:.0f}%'}"
+                f"{f' · VRAM {fmt.gib(srv.memory_mib)} GiB' if srv.memory_mib else ''}"]
 
     # -- actions -------------------------------------------------------------------------
     def action_back(self) -> None:

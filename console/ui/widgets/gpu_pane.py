@@ -290,18 +290,9 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         head = Content.styled(server_label(srv), c["external"] if not srv.meta.managed else "bold")
         phase = srv.phase
         ps = phase_style(phase, c)
-        if phase == "crashed":
-            d = srv.log.diagnosis
-            cause = fmt.clean(d.summary) if d else (f"exit {srv.exit_status}" if srv.exit_status is not None
-                                                    else srv.signal or "process ended")
-            code = f" (exit {srv.exit_status})" if srv.exit_status is not None else ""
-            rows = [head + Content.styled(f"  ✖ crashed{code}", f"bold {ps}"), Content.styled(cause, ps)]
-            if d and d.hint:
-                rows.append(Content.styled("fix: " + fmt.clean(d.hint), c["dim"]))
-            if not compact:
-                rows.append(Content.styled("enter: log at traceback · r: relaunch", c["dim"]))
-            return rows
-        icon = "●" if phase in ("ready", "serving") else "■" if phase == "stopped" else "◐"
+        if phase in ("crashed", "stopped"):
+            return self._ended(srv, head, phase, ps, c, compact)
+        icon = "●" if phase in ("ready", "serving") else "◐"
         word = fmt.PHASE_WORDS.get(phase, phase)
         status = Content.assemble((f"{icon} {word}", f"bold {ps}"))
         prog = progress_text(srv)
@@ -331,6 +322,29 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
             graph = [Content.styled(line, c["phase-serving"]) for line in fmt.sparkline_rows(hist, w, 3, top=top)]
             return [*rows, load, tput, *graph]
         return [*rows, tput, load]
+
+    def _ended(self, srv: ServerState, head: Content, phase: str, ps: str, c: dict[str, str],
+               compact: bool) -> list[Content]:
+        """After the end only what is true of the end: when, how, and the last figures marked as last."""
+        when = fmt.end_words(phase, srv.alive, srv.ended_at, self._now())
+        code = f" (exit {srv.exit_status})" if srv.exit_status is not None else ""
+        if phase == "crashed":
+            d = srv.log.diagnosis
+            rows = [head + Content.styled(f"  ✖ {when}{code}", f"bold {ps}"),
+                    Content.styled(fmt.clean(d.summary) if d else srv.signal or "the process ended", ps)]
+            if d and d.hint:
+                rows.append(Content.styled("fix: " + fmt.clean(d.hint), c["dim"]))
+            if not compact:
+                rows.append(Content.styled("enter: log at traceback · r: relaunch", c["dim"]))
+            return rows
+        rows = [head, Content.styled(f"■ {when}{code}", f"bold {ps}")]
+        log = srv.log
+        last = fmt.last_figures(log.gen_throughput, log.running, log.queued, log.token_usage)
+        if last:
+            rows.append(Content.styled(last, c["dim"]))
+        if not compact:
+            rows.append(Content.styled("enter: its log · r: relaunch", c["dim"]))
+        return rows
 
     def _starting(self, srv: ServerState, c: dict[str, str], compact: bool) -> list[Content]:
         """While coming up: how long it has been at it, and the log's latest line (dimmed)."""
