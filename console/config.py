@@ -18,6 +18,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
+from console.masking import remember_fleet
 from console.tomlpos import TomlLocator, too_deep
 
 APP_NAME = "dflash-console"
@@ -209,7 +210,9 @@ def load_fleet(path: str | os.PathLike[str] | None = None) -> Fleet:
         raise ConfigError([ConfigIssue(fname, 1, 1, "", "file not found")]) from None
     except OSError as e:
         raise ConfigError([ConfigIssue(fname, 1, 1, "", f"cannot read: {e.strerror}")]) from None
-    return parse_fleet(raw, fname)
+    fleet = parse_fleet(raw, fname)
+    remember_fleet(fleet)  # its secrets (and the api_key_env values) are masked in every output from now on
+    return fleet
 
 
 def parse_fleet(raw: bytes | str, fname: str = "hosts.toml") -> Fleet:
