@@ -7,9 +7,12 @@ failed (the reason names the owner of a busy GPU or port), 2 bad preset/usage, 3
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
+import time
 
 from console.config import load_fleet
+from console.fleet.api import ActionOutcome
 from console.fleet.controller import FleetController
 from console.fleet.journal import mask
 from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, run_async, session
@@ -34,6 +37,43 @@ def parse_gpus(text: str | None) -> list[int] | None:
     if not gpus or any(g < 0 for g in gpus):
         raise ValueError(f"--gpus expects indices like 0,1; got {text!r}")
     return gpus
+
+
+PROGRESS_EVERY_S = 10.0
+"""With no change, the current phase is repeated this often, so a long load never looks hung."""
+PROGRESS_MIN_S = 2.0
+"""A new phase prints at once; progress within a phase (shards, graphs) at most this often."""
+
+
+def progress_line(name: str, phase: str, shards: tuple[int, int] | None, graphs: tuple[int, int] | None,
+                  elapsed_s: float) -> str:
+    """`small@h:gpu2  loading_weights  7/15 shards  (12 s)`: one phase-progress line of `launch --wait`."""
+    detail = ""
+    if phase == "loading_weights" and shards:
+        detail = f"  {shards[0]}/{shards[1]} shards"
+    elif phase == "cuda_graph" and graphs:
+        detail = f"  {graphs[0]}/{graphs[1]} CUDA graphs"
+    return f"{name}  {phase}{detail}  ({elapsed_s:.0f} s)"
+
+
+async def _progress(ctl: FleetController, names: list[str]) -> None:
+    """Print a line whenever a server's phase or progress changes (and every PROGRESS_EVERY_S without one)."""
+    start = time.monotonic()
+    last: dict[str, tuple[str, tuple[str, object, object], float]] = {}
+    while True:
+        now = time.monotonic()
+        for n in names:
+            s = ctl.state.servers.get(n)
+            if s is None:
+                continue
+            key = (s.phase, s.log.shards, s.log.graphs)
+            prev = last.get(n)
+            if (prev is None or prev[1][0] != key[0] or (prev[1] != key and now - prev[2] >= PROGRESS_MIN_S)
+                    or now - prev[2] >= PROGRESS_EVERY_S):
+                line = progress_line(n, s.phase, s.log.shards, s.log.graphs, now - start)
+                print(line, flush=True)
+                last[n] = (line, key, now)
+        await asyncio.sleep(0.2)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +101,15 @@ def run(args: argparse.Namespace) -> int:
             print(mask(f"  [{'ok' if c.ok else 'FAIL' if c.blocking else 'warn'}] {c.name}: {c.message}"))
         if args.dry_run:
             return EXIT_FAILED if pv.blocked else EXIT_OK
-        out = await ctl.launch(args.preset, gpus, wait=args.wait)
+        out = await ctl.launch(args.preset, gpus)
+        if out.ok and args.wait:
+            print(mask(out.message), flush=True)
+            watch = asyncio.create_task(_progress(ctl, out.servers))
+            try:
+                results = await asyncio.gather(*(ctl.wait_ready(n) for n in out.servers))
+            finally:
+                watch.cancel()
+            out = ActionOutcome(all(r.ok for r in results), "; ".join(r.message for r in results), out.servers)
         print(mask(out.message), file=sys.stdout if out.ok else sys.stderr)
         return EXIT_OK if out.ok else EXIT_FAILED
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from console.config import user_state_dir
-from console.fleet.journalview import command_name, compact, current_op
+from console.fleet.journalview import command_name, compact, current_op, one_line
 
 # the masking lives in console.masking (one function for every output path); re-exported for old importers
 from console.masking import (  # noqa: F401
@@ -90,7 +90,7 @@ def format_record(rec: dict[str, Any]) -> str:
     if rec.get("kind") in ("command", "stream"):
         st = rec.get("exit_status")
         return mask(f"{t}  {rec.get('host')}  exit {st if st is not None else '-'}  {rec.get('duration_s', 0):.2f}s  "
-                    f"{rec.get('command')}" + (f"  [{rec['error']}]" if rec.get("error") else ""))
+                    f"{one_line(str(rec.get('command') or ''))}" + (f"  [{rec['error']}]" if rec.get("error") else ""))
     ok = "ok" if rec.get("ok", True) else "FAILED"
     who = rec.get("server") or rec.get("host") or ""
     return mask(f"{t}  {who}  {rec.get('action')} {ok}" + (f": {rec['message']}" if rec.get("message") else ""))

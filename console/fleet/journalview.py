@@ -41,6 +41,18 @@ def compact(command: str) -> str:
     return _QUOTED.sub(one, command)
 
 
+LINE_MAX = 400
+"""`journal` prints a command on one line, at most this long (`--json` has all of it)."""
+
+
+def one_line(command: str) -> str:
+    """A multi-line or very long command as one line: its lines joined, cut at LINE_MAX with its size and digest."""
+    flat = " ⏎ ".join(ln.strip() for ln in command.splitlines() if ln.strip())
+    if len(flat) <= LINE_MAX:
+        return flat
+    return f"{flat[:LINE_MAX]}… [{command.count(chr(10)) + 1} lines, {len(command)} bytes, sha256 {digest(command)}]"
+
+
 def command_name(command: str) -> str:
     """The program a command runs, past the host's env prefix: `nvidia-smi`, `python3 -c`, `mkdir`."""
     rest = _PREFIX.sub("", command.strip())
