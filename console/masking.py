@@ -15,7 +15,7 @@ MASK = "***"
 _SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd"})
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _SECRET_FLAG = r"--[A-Za-z0-9-]*(?:api-key|token|secret|password)"
-_VALUE = r"('[^']*'|\"(?:[^\"\\]|\\.)*\"|[^\s'\"\\]+)"
+_VALUE = r"('[^']*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s'\"\\]+)"  # a quote cut off (a truncated line) still hides
 # `--api-key VALUE`, `--api-key=VALUE`, with the value bare, '...' or "..." quoted
 _FLAG_RE = re.compile(rf"({_SECRET_FLAG})(=|\s+){_VALUE}", re.IGNORECASE)
 # `'--api-key=a b'` as shlex.quote writes a value holding spaces
