@@ -103,14 +103,15 @@ def preset_ports(preset: Preset, n: int) -> list[int]:
     return [preset.port + i for i in range(n)]
 
 
-def expand_replicas(name: str, preset: Preset, gpus: list[int] | None = None) -> list[Replica]:
-    """Split a preset's GPUs into TP groups; `gpus` overrides the preset's set (same count)."""
+def expand_replicas(name: str, preset: Preset, gpus: list[int] | None = None,
+                    ports: list[int] | None = None) -> list[Replica]:
+    """Split a preset's GPUs into TP groups; `gpus` overrides the preset's set, `ports` its ports (chosen free)."""
     use = list(gpus) if gpus is not None else list(preset.gpus)
     tp = preset.tp or len(use)
     if tp < 1 or len(use) % tp:
         raise ValueError(f"tp={tp} does not divide {len(use)} GPUs")
     n = len(use) // tp
-    ports = preset_ports(preset, n)
+    ports = list(ports) if ports is not None else preset_ports(preset, n)
     out = []
     for i in range(n):
         group = tuple(use[i * tp : (i + 1) * tp])
@@ -194,12 +195,13 @@ def launch_command(argv: list[str], env: dict[str, str], log_path: str) -> str:
     return f"mkdir -p {shell_path(log_dir)} && {body} > {shell_path(log_path)} 2>&1 < /dev/null & echo $!"
 
 
-def plan_launch(fleet: Fleet, preset_name: str, stamp: str, gpus: list[int] | None = None) -> list[LaunchPlan]:
+def plan_launch(fleet: Fleet, preset_name: str, stamp: str, gpus: list[int] | None = None,
+                ports: list[int] | None = None) -> list[LaunchPlan]:
     """Preset -> one LaunchPlan per replica (pure; `stamp` names the new log files)."""
     preset = fleet.presets[preset_name]
     host = fleet.hosts[preset.host]
     plans = []
-    for r in expand_replicas(preset_name, preset, gpus):
+    for r in expand_replicas(preset_name, preset, gpus, ports):
         argv = build_argv(preset, host, r)
         env = build_env(preset, host, r)
         log = render_log_path(preset, host, r, stamp)
