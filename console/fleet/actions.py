@@ -19,7 +19,7 @@ from console.fleet import discovery, hostlock
 from console.fleet.api import ActionOutcome, LaunchPreview, PreCheck
 from console.fleet.events import ServerAction, ServerMeta, ServerSeen
 from console.fleet.journal import mask, mask_argv, mask_env, remember_secrets
-from console.fleet.prechecks import GPU_BUSY_MIB, facts_command, parse_facts, run_checks
+from console.fleet.prechecks import GPU_BUSY_MIB, choose_ports, facts_command, parse_facts, port_owners, run_checks
 from console.gpu import nvsmi
 from console.sglang import launchscript
 from console.sglang.command import LaunchPlan, plan_launch, shell_path
@@ -46,7 +46,8 @@ async def preview(ctl: FleetController, preset_name: str, gpus: list[int] | None
     if preset_name not in ctl.fleet.presets:
         raise KeyError(f"unknown preset '{preset_name}'")
     preset = ctl.fleet.presets[preset_name]
-    plans = [p for p in plan_launch(ctl.fleet, preset_name, new_stamp(), gpus) if only in (None, p.replica.name)]
+    stamp = new_stamp()
+    plans = [p for p in plan_launch(ctl.fleet, preset_name, stamp, gpus) if only in (None, p.replica.name)]
     link = ctl.links[preset.host]
     try:
         log_dir = plans[0].log_path.rsplit("/", 1)[0] if plans and "/" in plans[0].log_path else None
@@ -55,6 +56,14 @@ async def preview(ctl: FleetController, preset_name: str, gpus: list[int] | None
         return LaunchPreview(preset_name, plans, lint_preset(ctl.fleet, preset_name),
                              [PreCheck("host reachable", False, str(e))])
     facts = parse_facts(r.stdout, preset.host)
+    if gpus is not None and plans:  # re-planned GPUs: ports from the preset's first one up, skipping taken ones
+        live = [m for m in facts.metas if discovery.is_alive(m, facts.procs)]
+        taken = set(facts.listen) | set(port_owners(ctl, preset.host, live))
+        first = preset.port if isinstance(preset.port, int) else preset.port[0]
+        every = plan_launch(ctl.fleet, preset_name, stamp, gpus)
+        ports = choose_ports(first, len(every), taken)
+        if len(ports) == len(every):
+            plans = [p for p in plan_launch(ctl.fleet, preset_name, stamp, gpus, ports) if only in (None, p.replica.name)]
     findings = lint_preset(ctl.fleet, preset_name, facts.model_config)
     return LaunchPreview(preset_name, plans, findings, run_checks(ctl, preset_name, plans, facts))
 

@@ -55,6 +55,48 @@ class HostFacts:
     run_mount: str = ""
 
 
+PORTS_COMMAND = ("(ss -ltnpH 2>/dev/null || ss -ltnH 2>/dev/null || "
+                 "{ echo '==> proctcp'; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; })")
+"""Listening TCP ports: `ss` (with pids when allowed), else the kernel's own tables (a host without iproute2)."""
+TCP_LISTEN = "0A"
+"""The `st` column of /proc/net/tcp for a listening socket."""
+
+
+def parse_proc_net_tcp(text: str) -> set[int]:
+    """Listening ports from /proc/net/tcp and tcp6 (`sl local_address rem_address st ...`, hex ports)."""
+    ports = set()
+    for ln in text.splitlines():
+        toks = ln.split()
+        if len(toks) < 4 or toks[3] != TCP_LISTEN or ":" not in toks[1]:
+            continue
+        try:
+            ports.add(int(toks[1].rsplit(":", 1)[1], 16))
+        except ValueError:
+            continue
+    return ports
+
+
+def port_owners(ctl: FleetController, host: str, metas: list[ServerMeta]) -> dict[int, str]:
+    """Port -> server, for every live server known on the host (loading ones included, which may not
+    listen yet, and external ones): a port is taken from its launch on, not from its bind."""
+    owners = {m.port: m.name for m in metas if m.port is not None}
+    for s in ctl.state.servers_on(host):
+        if s.alive and s.meta.port is not None:
+            owners.setdefault(s.meta.port, s.name)
+    return owners
+
+
+def choose_ports(first: int, n: int, taken: set[int]) -> list[int]:
+    """`n` ports from `first` upward, skipping taken ones (a `--gpus` launch beside a running replica)."""
+    out: list[int] = []
+    p = first
+    while len(out) < n and p <= 65535:
+        if p not in taken:
+            out.append(p)
+        p += 1
+    return out
+
+
 def facts_command(fleet_host: Host, model: str, log_dir: str | None = None) -> str:
     """One remote command printing every fact the pre-checks need, in `==> NAME` sections."""
     ld = shell_path(log_dir or fleet_host.effective_log_dir)
@@ -67,7 +109,7 @@ def facts_command(fleet_host: Host, model: str, log_dir: str | None = None) -> s
         'echo "==> gpus"', f"{gpu_q} 2>&1",
         'echo "==> apps"', f"{nvsmi.query_apps_command()} 2>&1",
         'echo "==> ps"', "ps -ww -eo pid=,ppid=,sid=,args=",
-        'echo "==> ports"', "(ss -ltnpH 2>/dev/null || ss -ltnH 2>/dev/null || echo '==> noports')",
+        'echo "==> ports"', PORTS_COMMAND,
         'echo "==> model"', f"if [ -e {m} ]; then echo present; head -c 300000 {m}/config.json 2>/dev/null; else echo missing; fi",
         'echo "==> disk"', disk,
         'echo "==> rundisk"', run_disk,
@@ -103,6 +145,9 @@ def parse_facts(text: str, host_name: str) -> HostFacts:
     except nvsmi.NvsmiParseError:
         f.apps = []
     f.procs = parse_ps("\n".join(sections.get("ps", [])))
+    if "proctcp" in sections:
+        f.listen.update(dict.fromkeys(parse_proc_net_tcp("\n".join(sections["proctcp"]))))
+        f.ports_known = bool(sections["proctcp"])
     for ln in sections.get("ports", []):
         toks = ln.split()
         local = next((t for t in toks[3:5] if ":" in t), None) if len(toks) >= 4 else None
@@ -156,6 +201,7 @@ def run_checks(ctl: FleetController, preset_name: str, plans: list[LaunchPlan], 
     live = {s.name: s.meta for s in ctl.state.servers_on(host) if s.alive and s.meta.managed}
     for m in live_metas:
         live.setdefault(m.name, m)
+    owners = port_owners(ctl, host, live_metas)
     uuid_of = {i: u for i, u, _ in f.gpus}
     used_of = {i: used for i, _, used in f.gpus}
     for plan in plans:
@@ -184,12 +230,17 @@ def run_checks(ctl: FleetController, preset_name: str, plans: list[LaunchPlan], 
                 elif (used_of.get(g) or 0) > GPU_BUSY_MIB:
                     checks.append(PreCheck("gpus free", False, f"GPU {g} has {used_of[g]} MiB in use "
                                            f"(> {GPU_BUSY_MIB} MiB) by no listed process"))
-        if r.port in f.listen:
+        owner = owners.get(r.port)
+        if owner is not None and owner != r.name:
+            checks.append(PreCheck("port free", False, f"port {r.port} on {host} belongs to {owner}"
+                                   + ("" if r.port in f.listen else " (not listening yet)")))
+        elif r.port in f.listen:
             pid = f.listen[r.port]
             who = describe_pid(ctl, host, pid, f.procs) if pid else "another process"
             checks.append(PreCheck("port free", False, f"port {r.port} on {host} is in use by {who}"))
         elif not f.ports_known:
-            checks.append(PreCheck("port free", False, f"cannot list listening ports on {host} (no ss)", blocking=False))
+            checks.append(PreCheck("port free", False, f"cannot list listening ports on {host} (no ss, no "
+                                   "/proc/net/tcp)", blocking=False))
     if f.log_free_kib is not None and f.log_free_kib < LOG_DISK_MIN_KIB:
         checks.append(PreCheck("log disk", False, f"no space for the server log on {host}: "
                                f"{f.log_free_kib // 1024} MiB free on {f.log_mount} (log dir "
