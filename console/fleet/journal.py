@@ -25,6 +25,7 @@ from console.masking import (  # noqa: F401
     mask_env,
     remember_secrets,
 )
+from console.remote_text import for_terminal
 from console.transport.base import CommandResult
 
 
@@ -42,7 +43,7 @@ class Journal:
     def write(self, kind: str, **fields: Any) -> None:
         rec: dict[str, Any] = {"t": round(time.time(), 3), "kind": kind, **current_op()}
         for k, v in fields.items():
-            rec[k] = mask(v) if isinstance(v, str) else v
+            rec[k] = for_terminal(v) if isinstance(v, str) else v  # masked, and no host controls in the file
         line = json.dumps(rec, ensure_ascii=False, default=str)
         with self._lock:
             try:
