@@ -56,10 +56,10 @@ def table(rows: list[Row]) -> str:
     w = max(len(r.name) for r in rows)
     out = [f"{'log':{w}}  {'phase (want/got)':33} {'crashed':13} {'cause (want/got)':60}"]
     for r in rows:
-        mark = lambda k: " " if r.ok[k] else "X"  # noqa: E731
-        out.append(f"{r.name:{w}} {mark('phase')}{r.want_phase + ' / ' + r.got_phase:33} "
-                   f"{mark('crashed')}{str(r.want_crashed)[0] + ' / ' + str(r.got_crashed)[0]:12} "
-                   f"{mark('cause')}{r.want_cause + ' / ' + r.got_cause}")
+        mark = {k: " " if v else "X" for k, v in r.ok.items()}
+        out.append(f"{r.name:{w}} {mark['phase']}{r.want_phase + ' / ' + r.got_phase:33} "
+                   f"{mark['crashed']}{str(r.want_crashed)[0] + ' / ' + str(r.got_crashed)[0]:12} "
+                   f"{mark['cause']}{r.want_cause + ' / ' + r.got_cause}")
     return "\n".join(out)
 
 

@@ -21,7 +21,7 @@ CAUSES: tuple[str, ...] = (
     "unsupported_gpu_arch", "kernel_missing", "kernel_compile_error", "nccl_error", "distributed_comm_error",
     "multinode_rank_load_failure", "cuda_device_assert", "spec_args_invalid", "mamba_radix_cache_incompatible",
     "mamba_radix_tree_corruption", "model_not_found", "unsupported_model_arch", "trust_remote_code_required",
-    "invalid_argument", "warmup_failed", "killed_oom_killer", "unknown",
+    "invalid_argument", "checkpoint_weight_mismatch", "warmup_failed", "killed_oom_killer", "unknown",
 )
 
 
@@ -189,7 +189,7 @@ _RULES: tuple[_Rule, ...] = (
                                           r"Found no NVIDIA driver", r"cudaErrorInsufficientDriver",
                                           r"forward compatibility was attempted", r"unsupported display driver / cuda driver",
                                           r"CUDA driver initialization failed", r"No CUDA GPUs are available",
-                                          r"No accelerator \(CUDA"),
+                                          r"No accelerator \(CUDA", r"undefined symbol: cu[A-Z]\w*"),
           lambda m, c: ("no GPU is visible to the server (driver missing, or CUDA_VISIBLE_DEVICES names no usable GPU)",
                         "check `nvidia-smi` on the host and the CUDA_VISIBLE_DEVICES the console sets (the preset's gpus); "
                         "in a container pass the GPUs through (--gpus)") if ("No CUDA GPUs" in m.string or "No accelerator" in m.string) else
@@ -198,36 +198,45 @@ _RULES: tuple[_Rule, ...] = (
                         "(nvidia-smi shows the max CUDA version), or install a torch/SGLang build for an older CUDA")),
     _Rule("unsupported_gpu_arch", _rx(r"not supported in this architecture", r"no kernel image is available for execution",
                                       r"(?i:sm_?\d+[^\n]{0,20}not supported)", r"only supports? Ampere GPUs or newer",
-                                      r"Unsupported GPU architecture", r"requires (?:a GPU with )?compute capability"), _arch),
+                                      r"Unsupported GPU architecture", r"requires (?:a GPU with )?compute capability",
+                                      r"Unsupported compute capability", r"only supports? sm ?\d+ and above",
+                                      r"(?i:supports? sm ?\d+ (?:and|or) (?:above|newer|later))"), _arch),
     _Rule("kernel_compile_error", _rx(r"ld: cannot find -l(?P<ldlib>\w+)"), _compile),
     _Rule("kernel_compile_error", _rx(r"ninja exited with status \d+",
                                       r"CompilationError", r"nvcc fatal", r"error: command '[^']*' failed",
-                                      r"CalledProcessError: Command '\['[^']*(?:gcc|nvcc|c\+\+)", r"fatal error: [\w/.]+\.h: No such file"),
+                                      r"CalledProcessError: Command '\['[^']*(?:gcc|nvcc|c\+\+)", r"fatal error: [\w/.]+\.h: No such file",
+                                      r"Command '\['[^']*(?:gcc|g\+\+|cc|nvcc|c\+\+|ninja)'[^\n]*returned non-zero exit status"),
           _compile),
     _Rule("kernel_missing", _rx(r"undefined symbol", r"No module named '(?:sgl_kernel|flashinfer|deep_gemm|triton|flash_attn)",
                                 r"Runtime check failed at", r"No such operator", r"Could not run '[^']+' with arguments from the",
-                                r"torch\.ops\.\w+ has no attribute", r"NotImplementedError"), _kernel_missing),
-    _Rule("killed_oom_killer", _rx(r"exit code: -9\)", r"exitcode=-9\b"),
+                                r"torch\.ops\.\w+ has no attribute", r"NotImplementedError",
+                                r"NameError: name '\w*_kernel\w*' is not defined"), _kernel_missing),
+    _Rule("killed_oom_killer", _rx(r"exit code: -9\)", r"exitcode=-9\b", r"^(?:\[[^\]]*\] )?Exit code: -9\b"),
           lambda m, c: ("a scheduler was SIGKILLed during start-up (exit code -9): most likely the OS OOM killer (host RAM)",
                         "check `dmesg -T | grep -i oom`; loading needs host RAM for the weights: fewer servers loading at "
                         "once, more RAM/swap, or fewer loader threads (--model-loader-extra-config)")),
     _Rule("multinode_rank_load_failure", _rx(r"remote process exited or there was a network error",
-                                             r"scheduler died during initialization"),
+                                             r"scheduler died during initialization",
+                                             r"could finish the model loading, but there are other ranks",
+                                             r"other ranks that didn't finish loading"),
           lambda m, c: ("a peer rank went away during start-up (remote process exited): another node's or rank's launch failed",
                         "open the log of the other node(s)/ranks for the real error; check --nnodes/--node-rank/--dist-init-addr "
                         "and that every node runs the same command")),
     _Rule("nccl_error", _rx(r"NCCL error", r"ncclInternalError", r"ncclSystemError", r"ncclUnhandledCudaError",
-                            r"ncclInvalidUsage", r"ProcessGroupNCCL[^\n]*(?:Watchdog|timed out|error)"),
+                            r"ncclInvalidUsage", r"ProcessGroupNCCL[^\n]*(?:Watchdog|timed out|error)",
+                            r"Watchdog caught collective operation timeout", r"Process group watchdog thread terminated"),
           lambda m, c: (f"NCCL failed: {m.string.strip().split(': ', 1)[-1][:140]}",
                         "rerun with NCCL_DEBUG=INFO to see why; common fixes: larger /dev/shm (docker --shm-size), "
                         "NCCL_P2P_DISABLE=1 or NCCL_IB_DISABLE=1 on machines without P2P/IB, --disable-custom-all-reduce")),
     _Rule("distributed_comm_error", _rx(r"DistNetworkError", r"DistStoreError", r"DistBackendError", r"TCPStore",
-                                        r"connectFullMesh failed", r"Socket Timeout", r"init_process_group[^\n]*(?:timed out|failed)"),
+                                        r"connectFullMesh failed", r"Socket Timeout", r"init_process_group[^\n]*(?:timed out|failed)",
+                                        r"gloo/transport/tcp/pair\.cc", r"Connection closed by peer"),
           lambda m, c: (f"torch.distributed could not connect the ranks: {m.string.strip()[:120]}",
                         "check --dist-init-addr is reachable from every node, that the port is free and not firewalled, "
                         "and GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME name the right interface")),
     _Rule("cuda_device_assert", _rx(r"device-side assert triggered", r"illegal memory access", r"unspecified launch failure",
-                                    r"misaligned address", r"Assertion `[^`]+` failed"),
+                                    r"misaligned address", r"Assertion `[^`]+` failed", r"CUDA error: device-side assert",
+                                    r"cudaErrorAssert", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"cudaErrorIllegalAddress"),
           lambda m, c: (f"a CUDA kernel faulted: {m.group(0).strip()}",
                         "rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; often an attention backend bug: "
                         "try another --attention-backend, or --disable-cuda-graph to confirm")),
@@ -247,10 +256,6 @@ _RULES: tuple[_Rule, ...] = (
                                         r"Unrecognized model in", r"not supported for now"),
           lambda m, c: (f"this SGLang does not support the model's architecture: {m.string.strip()[:140]}",
                         "upgrade SGLang (and transformers) in the venv to a version that lists this architecture")),
-    _Rule("mamba_radix_tree_corruption", _rx(r"(?i:mamba_?radix_?cache[^\n]*(?:assert|error))", r"MambaRadixCache"),
-          _const("the hybrid Mamba radix cache hit an inconsistent state while serving",
-                 "relaunch; to avoid it use `--mamba-scheduler-strategy extra_buffer` or `--disable-radix-cache`, "
-                 "and report the traceback upstream")),
     _Rule("warmup_failed", _rx(r"Initialization failed\. warmup error"),
           _const("the server loaded but its warmup request failed",
                  "read the warmup error above; if port conflicts, check that no other server owns the port; "
@@ -288,29 +293,31 @@ def _classify_oom(ctx: _Ctx, line: str) -> tuple[str, str, str]:
 
 
 def diagnose(summary: LogSummary, process: ProcessFacts | None = None) -> Diagnosis | None:
-    """None when the log shows no crash (and the process facts show none either)."""
+    """None when the log shows no crash (and the process facts show none either).
+
+    Evidence in order: the crash's own traceback (every exception of it, chained ones too, and the crash
+    markers), where it happened (frames and phase), then the error lines printed before it since the
+    last progress (an assert, a build error). What none of them explains is `unknown` with the best line.
+    """
     crash = summary.crash
     if crash is None:
         return _from_process(summary, process)
     lines = list(crash.block) or [crash.marker]
-    if crash.marker not in lines:
-        lines.append(crash.marker)
+    for mk in crash.markers or [crash.marker]:
+        if mk not in lines:
+            lines.append(mk)
     ctx = _Ctx(crash, summary, lines, "\n".join(lines))
     excs = crash.exception_lines
     if excs and crash.final_exception_missing:
+        found = _by_rules(ctx, excs) or _by_location(ctx) or _by_rules(ctx, crash.context)
+        if found is not None:
+            return found
         return Diagnosis("unknown", f"crashed{_where(crash)}; the final exception is not in the log (last error: {excs[-1][:140]})",
                          "open the full log (the traceback is cut off); the cause is in the lines that follow", excs[-1])
     cands = list(dict.fromkeys([*excs, *(x for x in lines if x and not _CODE.match(x))]))
-    for rule in _RULES:
-        for line in cands:
-            m = rule.pattern.search(line)
-            if m:
-                s, h = rule.build(m, ctx)
-                return Diagnosis(rule.cause, s, h, line.strip())
-    if excs and "mamba_radix_cache" in ctx.text and excs[-1].startswith(("AssertionError", "KeyError", "IndexError", "RuntimeError")):
-        return Diagnosis("mamba_radix_tree_corruption", f"the hybrid Mamba radix cache hit an inconsistent state: {excs[-1][:120]}",
-                         "relaunch; to avoid it use `--mamba-scheduler-strategy extra_buffer` or `--disable-radix-cache`, "
-                         "and report the traceback upstream", excs[-1])
+    found = _by_rules(ctx, cands) or _by_location(ctx)
+    if found is not None:
+        return found
     for line in cands:
         if _OOM.search(line):
             cause, s, h = _classify_oom(ctx, line)
@@ -324,6 +331,9 @@ def diagnose(summary: LogSummary, process: ProcessFacts | None = None) -> Diagno
                              "give all of --speculative-num-steps, --speculative-eagle-topk and --speculative-num-draft-tokens, or none"
                              if cause == "spec_args_invalid" else "fix the flag named in the error (dflash-console check --remote runs SGLang's own validation)",
                              last)
+    found = _by_rules(ctx, crash.context)
+    if found is not None:
+        return found
     if process is not None and process.signal_number == 9 and not process.stop_requested and not excs:
         return _oom_killer(summary, process, crash.marker)
     if not excs and process is not None and process.exit_status is None and process.signal is None \
@@ -340,6 +350,51 @@ def diagnose(summary: LogSummary, process: ProcessFacts | None = None) -> Diagno
     error = excs[-1].strip()
     return Diagnosis("unknown", f"crashed{_where(crash)} with an error the console does not know: {error[:140]}",
                      "read the traceback in the log; the decisive line is shown below", error)
+
+
+def _by_rules(ctx: _Ctx, lines: list[str]) -> Diagnosis | None:
+    """The most specific rule any of `lines` matches."""
+    for rule in _RULES:
+        for line in lines:
+            m = rule.pattern.search(line)
+            if m:
+                s, h = rule.build(m, ctx)
+                return Diagnosis(rule.cause, s, h, line.strip())
+    return None
+
+
+_MAMBA_INIT = re.compile(r"init_cache_with_memory_pool|mamba_radix_cache\.py\"?, line \d+, in __init__|MambaRadixCache\.__init__")
+_RUNTIME_FRAMES = ("event_loop", "process_batch_result", "forward_batch", "run_batch", "cache_finished_req", "cache_unfinished_req")
+
+
+def _by_location(ctx: _Ctx) -> Diagnosis | None:
+    """Causes a generic exception only names together with where it was raised."""
+    excs, text = ctx.crash.exception_lines, ctx.text
+    last = excs[-1] if excs else ""
+    if "mamba_radix_cache" in text or "MambaRadixCache" in text:
+        ph = ctx.crash.phase_at_crash
+        startup = _MAMBA_INIT.search(text) is not None or (
+            ph is not None and ph.startup and not any(w in text for w in _RUNTIME_FRAMES))
+        if startup:
+            return Diagnosis("mamba_radix_cache_incompatible",
+                             f"the hybrid Mamba radix cache rejected this configuration at start-up: {(last or ctx.crash.marker)[:120]}",
+                             "use `--mamba-scheduler-strategy extra_buffer` (with SGLANG_ENABLE_SPEC_V2=1 for speculative "
+                             "decoding on 0.5.11), or `--disable-radix-cache`", (last or ctx.crash.marker).strip())
+        if last.startswith(("AssertionError", "KeyError", "IndexError", "RuntimeError")):
+            return Diagnosis("mamba_radix_tree_corruption", f"the hybrid Mamba radix cache hit an inconsistent state while serving: {last[:120]}",
+                             "relaunch; to avoid it use `--mamba-scheduler-strategy extra_buffer` or `--disable-radix-cache`, "
+                             "and report the traceback upstream", last)
+    for e in excs:
+        if e.startswith("KeyError") and ("load_weights" in text or "params_dict[" in text):
+            return Diagnosis("checkpoint_weight_mismatch",
+                             f"the checkpoint has a weight the model class does not expect ({e.removeprefix('KeyError: ')[:100]}): "
+                             "checkpoint and architecture/quantization do not match",
+                             "check the model path is the checkpoint you meant, give the --quantization it was exported for, "
+                             "or use an SGLang version that supports this checkpoint's layout", e)
+        if e.startswith("TypeError") and ("get_open_port" in text or ".bind(" in text):
+            return Diagnosis("invalid_port_config", f"a port setting is not a number: {e[:120]}",
+                             "give --port (and SGLANG_PORT, if set in the preset's env) as a plain integer in 1024-65535", e)
+    return None
 
 
 def _where(crash: CrashInfo) -> str:

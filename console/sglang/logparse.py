@@ -14,9 +14,19 @@ from collections.abc import Iterable
 
 from console.sglang import logfacts as lf
 from console.sglang.logbatch import BatchStats
+from console.sglang.logmarkers import ABORT, CRASH, FRAGMENT, classify
 from console.sglang.logstartup import StartupLines
 from console.sglang.logstate import CrashInfo, Facts, LogEvent, LogSummary, Progress, RankState, Stats
-from console.sglang.logtext import MAX_LINE, Header, LineSplitter, find_embedded_header, parse_header, split_ranks
+from console.sglang.logtext import (
+    MAX_LINE,
+    Header,
+    LineSplitter,
+    find_embedded_header,
+    learn_prefix,
+    parse_header,
+    split_ranks,
+    unwrap,
+)
 from console.sglang.logtrace import EXC, Tracebacks, add_error
 from console.sglang.phase import STARTUP_PHASES, Phase
 
@@ -24,12 +34,8 @@ _ERRISH = re.compile(r"error|Error|ERROR|Traceback|exception|failed|FAILED|NCCL 
 _RETRACTED = re.compile(r"#retracted_reqs: (\d+)")
 _ARGPARSE = re.compile(r"(?:[\w./-]+(?: serve)?: error: |Error: --model-path is required)")
 _COMPOSE = re.compile(r"[\w.-]+\s*\| ?")
-_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)? ")
 _EXITCODE = re.compile(r"exit ?code[=:] ?(-?\d+)")
-_CRASH_MARKERS = ("Received sigquit", "SIGQUIT received", "Rank 0 scheduler is dead", "Exit code:")
-_EXC_MARKERS = ("Scheduler hit an exception", "DetokenizerManager hit an exception",
-                "DataParallelController hit an exception", "TokenizerManager hit an exception",
-                "Initialization failed.")
+_UVICORN = ("INFO:     ", "ERROR:    ", "WARNING:  ")
 _STOP_MARKERS = ("SIGTERM received", "Gracefully exiting")
 _SIGNALS = {"KILL": 9, "TERM": 15, "INT": 2, "QUIT": 3, "ABRT": 6, "SEGV": 11, "HUP": 1, "BUS": 7}
 ERRORS_KEPT = 50
@@ -70,6 +76,11 @@ class LogParser(StartupLines):
         self._bar_rank = "TP0"
         self._labels: set[str] = set()
         self._draft_seen: dict[str, bool] = {}
+        self._posts = 0
+        """POST 2xx access lines while warming (more than the warmup's one: real requests)."""
+        self._prefix: re.Pattern[str] | None = None
+        """A wrapper's prefix learnt from a header printed after it; taken off the bare lines that carry it."""
+        self.sglang_lines = 0
 
     # --- input ------------------------------------------------------------------------------------
 
@@ -85,6 +96,7 @@ class LogParser(StartupLines):
         lines = self._splitter.close()
         for line in lines:
             self._line(line)
+        self._tb.eof = True
         return lines
 
     def feed_lines(self, lines: Iterable[str]) -> None:
@@ -116,41 +128,59 @@ class LogParser(StartupLines):
         if hdr is None:
             self._bare(line)
             return
-        if hdr.start and ("%|" in line[:hdr.start] or "% Completed" in line[:hdr.start]):
-            self._bar(line[:hdr.start])
-        self.ts = hdr.ts
-        if self.first_ts is None:
-            self.first_ts = hdr.ts
-            if self._seg_start is None:
-                self._seg_start = hdr.ts
+        if hdr.start:
+            pre = line[:hdr.start]
+            if "%|" in pre or "% Completed" in pre:
+                self._bar(pre)
+            elif self._prefix is None or not self._prefix.match(pre):
+                self._prefix = learn_prefix(pre)
+        self._record_line(hdr, line[hdr.end:], line)
+
+    def _record_line(self, hdr: Header, msg: str, line: str) -> None:
+        """One SGLang record (a header and its message), however the header was printed."""
+        self.sglang_lines += 1
+        if hdr.ts is not None:
+            self.ts = hdr.ts
+            if self.first_ts is None:
+                self.first_ts = hdr.ts
+                if self._seg_start is None:
+                    self._seg_start = hdr.ts
         if self._tb.block is not None:
             self._tb.close()
         if hdr.ranks and hdr.ranks not in self._labels:
             self._new_label(hdr.ranks)
-        msg = line[hdr.end:]
         if msg.startswith("Decode batch"):
             self._batches.decode(msg, self.ts)
-            self._batch_seen()
+            self._batch_seen(True)
         elif msg.startswith("Prefill batch"):
             self._batches.prefill(msg, self.ts)
-            self._batch_seen()
+            self._batch_seen(False)
         elif msg.startswith(("INFO:", "ERROR:", "WARNING:")):
             self._uvicorn(msg, line)
         else:
             if not self._startup(hdr, msg) and not self._record(hdr, msg, line):
                 if _ERRISH.search(msg):
                     add_error(self.errors, line)
+                    self._tb.note(line)
             self.tail.append(line)
 
     def _bare(self, line: str) -> None:
+        """A line without SGLang's header: a wrapper's prefix, a traceback line, a bar, an abort, uvicorn's own output."""
         s = line
-        if len(s) > 20:
-            if s[4] == "-" and s[10] == "T":
-                m = _RFC3339.match(s)
+        c = s[:1]
+        if c != " " and c != "\t" and c:
+            u = unwrap(s)
+            if u is not None:
+                s, ts = u
+                if ts is not None:
+                    self._record_line(Header(ts, "", 0, 0), s, line)
+                    return
+            elif " | " in s[:48] or "  |" in s[:48]:
+                m = _COMPOSE.match(s)
                 if m:
                     s = s[m.end():]
-            if " | " in s[:48] or "  |" in s[:48]:
-                m = _COMPOSE.match(s)
+            elif self._prefix is not None:
+                m = self._prefix.match(s)
                 if m:
                     s = s[m.end():]
             if s is not line and s[:1] == "[" and parse_header(s) is not None:
@@ -158,27 +188,58 @@ class LogParser(StartupLines):
                 self._line(s)
                 return
         if self._tb.block is not None:
-            self._tb.add(s)
-            self._check_interrupt()
+            k = classify(s, in_block=True) if s[:1] not in " \t" else None
+            if k is None or k is FRAGMENT:
+                self._tb.add(s)
+                self._check_interrupt()
+            else:
+                self._marker(k, s)
             return
         if "%|" in s or "% Completed" in s:
+            self.sglang_lines += 1
             i = find_embedded_header(s)
             self._bar(s[:i] if i > 0 else s)
             if i > 0:
                 self._line(s[i:])
             return
         if s.lstrip().startswith(("Traceback (most recent call last)", 'File "')) or EXC.match(s):
+            self.sglang_lines += 1
             self._tb.open(s, self.ts, self.phase, fatal=not s.startswith("KeyboardInterrupt"))
             self._check_interrupt()
             return
-        if _ARGPARSE.match(s):
+        if s.startswith(_UVICORN):
+            self.sglang_lines += 1
+            self._uvicorn(s, line)
+            return
+        k = classify(s)
+        if k is not None:
+            self._marker(k, s)
+        elif _ARGPARSE.match(s):
+            self.sglang_lines += 1
             self._crash_marker(s, None)
             if self._tb.crash is not None and not self._tb.crash.exception_lines:
                 self._tb.crash.exception_lines.append(s)
         elif s == "Killed" or (s and _ERRISH.search(s)):
             add_error(self.errors, s)
+            self._tb.note(s)
         if s:
             self.tail.append(s)
+
+    def _marker(self, kind: str, s: str) -> None:
+        """A bare line that says the process died (after any prefix): mark the crash, open its block if it heads one."""
+        self.sglang_lines += 1
+        if kind is FRAGMENT:
+            self._tb.open(s, self.ts, self.phase, fatal=True)
+            return
+        if kind is CRASH:
+            self._crash_marker(s, None)
+            return
+        if self._tb.block is not None:
+            self._tb.close()
+        self._crash_marker(s, None, opens_block=True)
+        self._tb.open(s, self.ts, self.phase, fatal=True)
+        if kind is ABORT and self._tb.block is not None:
+            self._tb.block.abort = True
 
     def _record(self, hdr: Header, msg: str, line: str) -> bool:
         """Lifecycle and runtime records (not startup facts); False when `msg` is none of them."""
@@ -186,11 +247,6 @@ class LogParser(StartupLines):
             self.ready_ts = self.ts
             self._tb.progress()
             self._set_http(Phase.READY)
-        elif msg.startswith(_EXC_MARKERS):
-            self._crash_marker(line, hdr)
-            self._tb.open(line, self.ts, self.phase, fatal=True, rank=hdr.ranks or None)
-        elif msg.startswith(_CRASH_MARKERS) or ("crashed with exit code" in msg and msg.startswith("Subprocess")):
-            self._crash_marker(line, hdr)
         elif msg.startswith("Child process unexpectedly failed"):
             m = _EXITCODE.search(msg)
             if m and int(m.group(1)) in (9, -9):
@@ -211,14 +267,27 @@ class LogParser(StartupLines):
             add_error(self.errors, line)
         elif msg.startswith(("Start of pd disaggregation warmup", "Start of prefill", "Start of decode")):
             self._set_http(Phase.WARMING)
+        elif msg.startswith("Traceback (most recent call last)"):
+            self._tb.open(line, self.ts, self.phase, fatal=True, rank=hdr.ranks or None)
         else:
-            return False
+            k = classify(msg)
+            if k is None or k is FRAGMENT:
+                return False
+            rank = hdr.ranks or None
+            if k is CRASH:
+                self._crash_marker(line, hdr)
+            else:
+                self._crash_marker(line, hdr, opens_block=True)
+                self._tb.open(line, self.ts, self.phase, fatal=True, rank=rank)
+                if k is ABORT and self._tb.block is not None:
+                    self._tb.block.abort = True
         return True
 
     def _uvicorn(self, msg: str, line: str) -> None:
         if msg.startswith("INFO:"):
             body = msg[5:].lstrip()
             if '"' in body and "HTTP/" in body:
+                self._access(body)
                 return
             if body.startswith("Uvicorn running on"):
                 self.facts.listen_url = lf.listen_url(body)
@@ -240,9 +309,18 @@ class LogParser(StartupLines):
             elif body.startswith("Exception in ASGI application"):
                 self._tb.open(line, self.ts, self.phase, fatal=False)
 
-    def _batch_seen(self) -> None:
-        if self._http is not Phase.SERVING and (self._http.order >= Phase.READY.order
-                                                or (not self.ranks and self._http is Phase.LAUNCHING)):
+    def _access(self, body: str) -> None:
+        """An HTTP access line: the HTTP server answers, whatever startup lines the log missed."""
+        h = self._http
+        if h is Phase.LAUNCHING:
+            self._set_http(Phase.READY)
+        elif h is Phase.WARMING and '"POST ' in body and '" 2' in body:
+            self._posts += 1
+
+    def _batch_seen(self, decode: bool) -> None:
+        h = self._http
+        if h is not Phase.SERVING and (h.order >= Phase.READY.order or (not self.ranks and h is Phase.LAUNCHING)
+                                       or (h is Phase.WARMING and (decode or self._posts >= 2))):
             self._set_http(Phase.SERVING)
         self._tb.progress()
 
@@ -304,8 +382,8 @@ class LogParser(StartupLines):
         if self._tb.interrupted and self._terminal is None:
             self._set_terminal(Phase.STOPPED, "KeyboardInterrupt")
 
-    def _crash_marker(self, line: str, hdr: Header | None) -> None:
-        if self._tb.mark(line, self.ts, (hdr.ranks or None) if hdr else None, self.phase):
+    def _crash_marker(self, line: str, hdr: Header | None, *, opens_block: bool = False) -> None:
+        if self._tb.mark(line, self.ts, (hdr.ranks or None) if hdr else None, self.phase, opens_block=opens_block):
             self._event("crash", line)
         self._set_terminal(Phase.CRASHED)
 
@@ -341,6 +419,7 @@ class LogParser(StartupLines):
             timeline=timeline, cold_start_s=cold, crashed=crash is not None, crash=copy.deepcopy(crash),
             stopped_reason=self.stopped_reason if phase is Phase.STOPPED else None, errors=list(self.errors),
             events=list(self.events), lines=self.lines, first_ts=self.first_ts, last_ts=self.ts, tail=list(self.tail),
+            sglang_lines=self.sglang_lines,
         )
 
 

@@ -138,6 +138,12 @@ class CrashInfo:
     phase_at_crash: Phase | None = None
     fatal: bool = True
     """False for tracebacks SGLang survives (e.g. uvicorn's "Exception in ASGI application")."""
+    abort: bool = False
+    """The block is a process abort (`terminate called ...`, `Fatal Python error`): fatal even without an exception line."""
+    markers: list[str] = field(default_factory=list)
+    """Every line that said the server died (sigquit, `Exit code: -9`, ...), in order."""
+    context: list[str] = field(default_factory=list)
+    """Error lines printed before the crash's own block since the last progress (an assert, a build error...)."""
 
     @property
     def final_exception_missing(self) -> bool:
@@ -175,6 +181,8 @@ class LogSummary:
     last_ts: float | None
     tail: list[str]
     """The last meaningful lines (no batch/access/progress lines), for diagnosis."""
+    sglang_lines: int = 0
+    """Lines recognised as SGLang's (records, batch/access lines, tracebacks, crash markers); 0: not an SGLang log."""
 
     @property
     def tp_size(self) -> int | None:

@@ -110,6 +110,10 @@ class LineSplitter:
 # --- the SGLang record header: "[2025-01-01 12:00:00(.123)( DP0)( PP0)( TP3)( EP1)] message" -------------
 
 _HDR = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?((?: [A-Z][A-Z_]*\d+)*)\] ?")
+_HDR_ANY = re.compile(r"\[(?:(\d{4})-)?(?:(\d\d)-(\d\d) )?(\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?((?: [A-Z][A-Z_]*\d+)*)\] ?"
+                      r"|\[gpu_id=(\d+)\] ?")
+"""Every header SGLang has printed: `[2025-02-17 10:13:46 TP4]`, `[02-17 10:13:46]` (no year), `[10:13:46 TP0]`
+(0.2/0.3: time only), `[gpu_id=0]` (0.1: no time). A missing year counts as 2000, a missing date as 1970-01-01."""
 _RANK = re.compile(r"([A-Z][A-Z_]*?)(\d+)")
 _DAY_CACHE: dict[tuple[int, int, int], int] = {}
 
@@ -117,7 +121,8 @@ _DAY_CACHE: dict[tuple[int, int, int], int] = {}
 class Header(NamedTuple):
     """The parsed `[ts ranks]` prefix of one record (a NamedTuple: built once per line, so cheap)."""
 
-    ts: float
+    ts: float | None
+    """None for the 0.1 `[gpu_id=N]` header, which has no time."""
     ranks: str
     """The rank part as printed, e.g. "DP0 TP3" ("" for the main process or TP=1)."""
     end: int
@@ -171,17 +176,14 @@ def parse_header(line: str) -> Header | None:
                     return None
             end = close + 2 if line[close + 1 : close + 2] == " " else close + 1
             return Header(ts, inner.strip(), end, 0)
-    m = _HDR.match(line) if line.startswith("[") else None
-    if m is None:
-        i = line.find("[", 0, 160)
-        while i >= 0 and m is None:
-            m = _HDR.match(line, i)
-            if m is None:
-                i = line.find("[", i + 1, 160)
-    if m is None:
+    m = _HDR_ANY.search(line, 0, 200)
+    if m is None or m.start() > 160:
         return None
-    y, mo, d, h, mi, s, frac, ranks = m.groups()
-    ts = float(_epoch(int(y), int(mo), int(d), int(h), int(mi), int(s)))
+    y, mo, d, h, mi, s, frac, ranks, gpu = m.groups()
+    if gpu is not None:
+        return Header(None, f"TP{gpu}", m.end(), m.start())
+    ts = float(_epoch(int(y) if y else (2000 if mo else 1970), int(mo) if mo else 1, int(d) if d else 1,
+                      int(h), int(mi), int(s)))
     if frac:
         ts += int(frac) / 10 ** len(frac)
     return Header(ts, ranks.strip() if ranks else "", m.end(), m.start())
@@ -195,6 +197,52 @@ def find_embedded_header(line: str, start: int = 1) -> int:
             return i
         i = line.find("[20", i + 1)
     return -1
+
+
+_WRAPPER = re.compile(
+    r"\[?\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]? "  # RFC 3339: docker/kubectl --timestamps, CI runners
+    r"|\(\w[\w.-]* pid=\d+(?:, ip=[\d.]+)?\) "  # ray actor output
+    r"|\[rank\d+\]: ?"  # torchrun per-rank prefix
+    r"|[^\[\]]{0,40}\[\d+,\d+\]<std(?:out|err)>: ?"  # mpirun --tag-output
+)
+_PYLOG = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))? "
+                    r"(?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] [\w.]+: |(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: "
+                    r"|- [\w.]+ - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - )")
+"""A Python logging format (SGLANG_LOGGING_CONFIG_PATH, an embedding app): `2026-06-07 10:59:31,659 [INFO] name: msg`."""
+
+
+def unwrap(line: str) -> tuple[str, float | None] | None:
+    """A wrapper's prefix taken off: -> (rest, ts), ts set when the prefix was a logging header (rest is a message).
+
+    None when the line has no known wrapper. Cheap on the common bare lines (traceback frames, bars): they
+    start with a space or a letter and are rejected on their first characters.
+    """
+    c = line[:1]
+    if c == "[" or c == "(" or (c.isdigit() and line[4:5] == "-"):
+        m = _WRAPPER.match(line)
+        if m is not None and m.end() < len(line):
+            return line[m.end():], None
+        m = _PYLOG.match(line) if c.isdigit() else None
+        if m is not None:
+            y, mo, d, h, mi, s, frac = m.groups()
+            ts = float(_epoch(int(y), int(mo), int(d), int(h), int(mi), int(s)))
+            return line[m.end():], ts + (int(frac) / 10 ** len(frac) if frac else 0.0)
+    elif c.isalpha() and "]<std" in line[:64]:
+        m = _WRAPPER.match(line)
+        if m is not None:
+            return line[m.end():], None
+    return None
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def learn_prefix(prefix: str) -> re.Pattern[str] | None:
+    """A wrapper's prefix seen before a header (`sglang-node1 | `, `(Engine pid=7) `) as a pattern for the bare
+    lines under it: its digits may change (pids, timestamps). None for a prefix too short to be a wrapper's."""
+    if len(prefix.strip()) < 3 or len(prefix) > 100:
+        return None
+    return re.compile(r"\d+".join(re.escape(p) for p in _DIGITS.split(prefix)))
 
 
 def split_ranks(ranks: str) -> dict[str, int]:

@@ -51,8 +51,33 @@ CASES = [
      "--speculative-num-steps"),
     ("spec_args_invalid", crash("ValueError: trtllm_mha backend only supports topk = 1 for speculative decoding."), "topk"),
     ("mamba_radix_tree_corruption", crash("AssertionError: node has no mamba value",
-                                          frames='  File "/venv/sglang/srt/mem_cache/mamba_radix_cache.py", line 500, in evict\n'),
+                                          frames='  File "/venv/sglang/srt/managers/scheduler.py", line 1, in event_loop_overlap\n'
+                                                 '  File "/venv/sglang/srt/mem_cache/mamba_radix_cache.py", line 500, in evict\n'),
      "extra_buffer"),
+    # where it failed decides: the same kind of assert in the cache's constructor is a start-up incompatibility
+    ("mamba_radix_cache_incompatible", crash("AssertionError", frames=(
+        '  File "/venv/sglang/srt/managers/scheduler.py", line 400, in init_cache_with_memory_pool\n'
+        '  File "/venv/sglang/srt/mem_cache/mamba_radix_cache.py", line 370, in __init__\n'
+        "    assert isinstance(token_to_kv_pool_allocator, TokenToKVPoolAllocator)\n")), "extra_buffer"),
+    ("checkpoint_weight_mismatch", crash("KeyError: 'model.layers.0.mlp.experts.w2_weight_scale'", frames=(
+        '  File "/venv/sglang/srt/models/deepseek_v2.py", line 2100, in load_weights\n'
+        "    param = params_dict[name]\n")), "checkpoint"),
+    ("invalid_port_config", crash("TypeError: an integer is required (got type str)", frames=(
+        '  File "/venv/sglang/srt/utils.py", line 700, in get_open_port\n    s.bind(("", port))\n')), "integer"),
+    ("kernel_missing", crash("NameError: name 'fused_moe_kernel' is not defined"), "reinstall"),
+    ("cuda_driver_incompatible", crash("ImportError: /venv/lib/python3.11/site-packages/sgl_kernel/common_ops.abi3.so: "
+                                       "undefined symbol: cuTensorMapEncodeTiled"), "driver"),
+    ("unsupported_gpu_arch", crash("RuntimeError: SGLang only supports sm75 and above."), "GPU"),
+    ("nccl_error", "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+     "  what():  [PG 0 Rank 1] Process group watchdog thread terminated with exception: [Rank 1] Watchdog caught collective "
+     "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE) ran for 600003 milliseconds before timing out.\n"
+     "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:609 (most recent call first):\n"
+     "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f in /venv/torch/lib/libc10.so)\n", "NCCL_DEBUG"),
+    ("multinode_rank_load_failure", crash("ValueError: TP rank 1 could finish the model loading, but there are other ranks that "
+                                          "didn't finish loading. It is likely due to unexpected failures (e.g. OOM) or a slow node."),
+     "other node"),
+    ("distributed_comm_error", crash("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
+                                     "[10.0.0.2]:43139"), "--dist-init-addr"),
     ("model_not_found", "Traceback (most recent call last):\n  File \"x.py\", line 1\nOSError: /models/nope does not appear to have a file "
      "named config.json. Checkout 'https://huggingface.co//models/nope/tree/None' for available files.\n", "model path"),
     ("model_not_found", crash("OSError: Incorrect path_or_model_id: '/nonexistent/model'. Please provide either the path to a "
