@@ -209,7 +209,11 @@ def plan_launch(fleet: Fleet, preset_name: str, stamp: str, gpus: list[int] | No
         public_argv = [*argv[:3], *public_args]
         public_env = {k: v for k, v in env.items() if not is_secret_env(k)}
         secret_env = {k: v for k, v in env.items() if is_secret_env(k)}
-        plans.append(LaunchPlan(r, argv[0], argv, env, log, launch_command(public_argv, public_env, log),
+        command = launch_command(public_argv, public_env, log)
+        hidden = [f"--{k}" for k in secret_args] + list(secret_env)
+        if hidden:  # a shell comment: the printed command still runs by hand, and says what it leaves out
+            command += f"  # secrets passed in 0600 files, never on argv: {', '.join(hidden)}"
+        plans.append(LaunchPlan(r, argv[0], argv, env, log, command,
                                 bind=preset.bind, api_key_env=preset.api_key_env, public_argv=public_argv,
                                 public_env=public_env, secret_env=secret_env, secret_args=secret_args))
     return plans
