@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -31,11 +32,18 @@ class SimServer:
     log: Path
 
 
-def free_port() -> int:
+def free_port(addr: str = "127.0.0.1") -> int:
     """A currently free loopback port (the sim fleet's fixed ports may be taken by other tests)."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((addr, 0))
         return int(s.getsockname()[1])
+
+
+def private_loopback() -> str:
+    """A loopback address of this server's own (127.0.0.0/8 is all loopback): a stray poller of another test,
+    left aiming at 127.0.0.1:PORT after its server died, can never reach this one and skew its counters."""
+    r = random.Random(os.getpid() * 1000003 + time.monotonic_ns())
+    return f"127.{r.randrange(1, 255)}.{r.randrange(1, 255)}.{r.randrange(2, 255)}"
 
 
 @contextlib.contextmanager
@@ -43,15 +51,19 @@ def sim_server(root: Path, token_rate: float, preset: str = "qwen36-bench", read
     """Build a blackwell sim host under root, launch `preset` on a free port at DFLASH_SIM_TOKEN_RATE, wait for /health."""
     toml = sim_up(root, hosts=("blackwell",), time_scale=0.01)
     plan = plan_launch(load_fleet(toml), preset, "bench")[0]
-    port = free_port()
+    addr = private_loopback()
+    port = free_port(addr)
     argv = list(plan.argv)
     argv[argv.index("--port") + 1] = str(port)
+    argv[argv.index("--host") + 1] = addr
+    if "--enable-metrics" not in argv:  # the bench tests check figures against the server's own /metrics
+        argv.append("--enable-metrics")
     env = dict(os.environ) | plan.env | {"DFLASH_SIM_TOKEN_RATE": str(token_rate)}
     log = root / "server.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://{addr}:{port}"
     try:
         end = time.monotonic() + ready_s
         while True:

@@ -1,39 +1,36 @@
-"""The load generator against a real sim server, whose batcher has a documented token-rate formula.
+"""The load generator against a real sim server: its figures agree with what the server itself counted and timed.
 
-Tolerance: measured output tok/s within ±15% of `Engine.total_tok_s(C)` at every level; ITL p50
-within ±25% of one decode iteration `(C + H) / P`; exactly output_len tokens per request (ignore_eos).
+Checked per level against the server's own /metrics for the same requests (`servertruth`): exact request and token
+counts, C requests really in flight (Little's law on the server's clock), e2e/TTFT/ITL consistent with the server's
+histograms (ITL, whose median is a figure of the machine's load, is unit-tested in test_benchstats). These hold however busy the machine is. How close the measured rate comes to the sim's documented
+formula is a figure: `python -m benchmarks.bench_sim_tolerance`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from console.sglang.bench import BenchSpec, run_sweep
-from console.sim.engine import Engine
+from console.sglang.bench import BenchSpec, LoadGenerator
+from tests.bench.servertruth import Truth, scrape, settle
 from tests.bench.simserver import sim_server
 
-TOLERANCE = 0.15
 RATE = 8000.0
 OUTPUT_LEN = 128
 
 
-def expected(c: int, half: float) -> tuple[float, float]:
-    """(total tok/s, iteration seconds) from the sim's own formula."""
-    e = Engine(peak_per_gpu=RATE, tp=1, half=half, max_running=128, max_tokens=10**6, prefix="", hybrid=False,
-               mamba_slots=1)
-    return e.total_tok_s(c), e.iteration_time(c)
-
-
-async def test_measured_throughput_matches_sim_formula(tmp_path: Path) -> None:
+async def test_measured_figures_agree_with_the_servers_own_counters(tmp_path: Path) -> None:
+    problems: list[str] = []
     with sim_server(tmp_path, RATE) as srv:
-        r = await run_sweep(BenchSpec(srv.url, concurrency=(1, 16, 32), input_len=16, output_len=OUTPUT_LEN))
-    assert r.fixed_output_len
-    for lv in r.levels:
-        tok_s, it_s = expected(lv.concurrency, srv.half_concurrency)
-        assert lv.errors == 0, lv.error_examples
-        assert lv.output_tokens == lv.requests * OUTPUT_LEN
-        assert lv.output_throughput_tok_s == pytest.approx(tok_s, rel=TOLERANCE), lv
-        assert lv.itl_p50_s == pytest.approx(it_s, rel=0.25), lv
-        assert lv.ttft_p50_s is not None and lv.ttft_p50_s < 20 * it_s
+        spec = BenchSpec(srv.url, concurrency=(1, 16, 32), input_len=16, output_len=OUTPUT_LEN)
+        async with LoadGenerator(spec) as g:
+            await g.warmup()
+            settle(srv.url)
+            for c in spec.concurrency:
+                before = scrape(srv.url)
+                lv = await g.run_level(c)
+                truth = Truth.between(before, scrape(srv.url))
+                assert lv.errors == 0, lv.error_examples
+                assert lv.output_tokens == lv.requests * OUTPUT_LEN
+                problems += truth.check_level(lv.public() | {"output_tokens": lv.output_tokens}, OUTPUT_LEN)
+            assert g.fixed_output_len
+    assert not problems, problems

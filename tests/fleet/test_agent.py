@@ -98,14 +98,17 @@ def test_compute_apps_fast_while_a_server_starts_then_slow_once_readings_agree(t
     apps.write_text(f"#!/bin/sh\ncat {reading}\n")
     apps.chmod(0o755)
     cmd = agent_procs_command(sys.executable, interval_s=0.02, apps_every_s=3600, fast_every_s=0.05,
-                              apps_command=str(apps), pattern=marker)
+                              apps_command=str(apps), pattern=marker.replace("-test-", "[-]test-"))
+    # (the bracket keeps the agent's own command line, which carries the pattern, from matching it: as SGLANG_RE)
     r = Reader(cmd)
     server = None
     try:
         r.wait_for(lambda: r.data().count(b"==> apps\n") >= 1 and r.data().count(b"==> end\n") >= 5)
         assert r.data().count(b"==> apps\n") == 1  # at start, then the slow pace (an hour here)
         reading.write_text("1234, 40000 MiB\n")  # the server's VRAM, settled at once
-        server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
+        # in a session of its own, as the console launches servers (setsid): in pytest's session the agent would
+        # also count this test's own short-lived children (the apps query it runs), which come and go
+        server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker], start_new_session=True)
         r.wait_for(lambda: str(server.pid).encode() in r.data())
         r.wait_for(lambda: r.data().count(b"==> apps\n") >= 4)
         seen = r.data().count(b"==> apps\n")
