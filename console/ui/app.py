@@ -298,12 +298,13 @@ class DflashApp(ActionsMixin, App[int]):
 
         self.push_screen(ChatScreen(name))
 
-    def open_launch(self, host: str | None, gpus: list[int]) -> None:
+    def open_launch(self, host: str | None, gpus: list[int], marked: bool = False) -> None:
+        """`marked`: the GPUs were marked with space, so they are the launch target (not just the cursor)."""
         if host is None or self.refuse_if_read_only("launch"):
             return
         from console.ui.screens.launch import LaunchScreen
 
-        self.push_screen(LaunchScreen(host, gpus))
+        self.push_screen(LaunchScreen(host, gpus, marked))
 
     # -- palette -------------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

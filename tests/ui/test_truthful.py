@@ -80,3 +80,89 @@ async def test_stopped_pane_shows_last_figures_as_last(make_app) -> None:  # typ
         assert "■ stopped 4 s ago" in text, text
         assert "last: 267 tok/s · run 3 · queue 0 · KV 42%" in text, text
         assert "run 3  queue 0" not in text, text
+
+
+def fleet_with_gen4():  # type: ignore[no-untyped-def]
+    from console.config import Preset
+    from tests.ui.fakes import demo_fleet
+
+    fleet = demo_fleet()
+    presets = dict(fleet.presets)
+    presets["gen4"] = Preset(host="blackwell", gpus=[0, 1, 2, 3], tp=1, model="/models/Qwen3.6-35B-A3B", port=31000)
+    presets["pair"] = Preset(host="blackwell", gpus=[0, 1], tp=2, model="/models/Qwen3-8B", port=32000)
+    return fleet.model_copy(update={"presets": presets})
+
+
+async def test_marked_gpus_are_the_launch_target(make_app) -> None:  # type: ignore[no-untyped-def]
+    """13.4: marking GPUs 1 and 3 and launching a 4-replica preset previews and launches replicas on 1 and 3,
+    not the preset's own 0-3, and the dialog says so."""
+    from console.ui.screens.launch import LaunchScreen
+    from tests.ui.test_pilot import select
+
+    api = FakeApi(scenario(crashed=False), fleet=fleet_with_gen4())
+    app = make_app(api)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.pause()
+        for gpu in (1, 3):
+            await select(pilot, "blackwell", gpu)
+            await pilot.press("space")
+        await pilot.press("l")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)
+        assert text_of(app.screen.query_one(".dialog-title", Static)) == "Launch on blackwell: marked GPUs 1,3"
+        opts = app.screen.query_one("OptionList")
+        ids = [opts.get_option_at_index(i).id for i in range(opts.option_count)]
+        assert ids[0] == "gen4" and "pair" in ids, ids  # a TP2 pair fits two marked GPUs too
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        body = str(app.screen.query_one("#preview-body").render())
+        assert "gen4@blackwell:gpu1" in body and "gen4@blackwell:gpu3" in body, body
+        assert "gpu0" not in body and "gpu2" not in body, body
+        assert "on the marked GPUs 1,3 instead of the preset's 0-3: 2 replicas of TP1" in body, body
+        note = text_of(app.screen.query_one("#note", Static))
+        assert note == "ready to launch: gen4", note
+        await pilot.press("y")
+        await pilot.pause()
+        assert ("launch", ("gen4", [1, 3])) in api.calls, api.calls
+
+
+async def test_marked_gpus_that_cannot_hold_the_preset_say_why_at_the_top(make_app) -> None:  # type: ignore[no-untyped-def]
+    from tests.ui.test_pilot import select
+
+    fleet = fleet_with_gen4()
+    fleet = fleet.model_copy(update={"presets": {k: v for k, v in fleet.presets.items() if k in ("pair", "qwen3-8b")}})
+    api = FakeApi(scenario(crashed=False), fleet=fleet)
+    app = make_app(api)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.pause()
+        await select(pilot, "blackwell", 3)
+        await pilot.press("space")
+        await pilot.press("l")
+        await pilot.pause()
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        note = text_of(app.screen.query_one("#note", Static))
+        assert note.startswith("blocked: pair runs TP2: the 1 marked GPU 3 cannot be split into groups of 2"), note
+        await pilot.press("y")
+        await pilot.pause()
+        assert not [c for c in api.calls if c[0] in ("launch", "preview")], api.calls
+
+
+async def test_blocked_launch_puts_the_reason_at_the_top(make_app) -> None:  # type: ignore[no-untyped-def]
+    from tests.ui.test_pilot import select
+
+    api = FakeApi()
+    app = make_app(api)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await select(pilot, "blackwell", 0)
+        await pilot.press("l")
+        await pilot.pause()
+        await pilot.press("enter")  # qwen36-gen: its GPU is held
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        note = text_of(app.screen.query_one("#note", Static))
+        assert note == "blocked: GPU held by qwen36-gen@blackwell:gpu0", note
+        body = str(app.screen.query_one("#preview-body").render())
+        assert "blocked" not in body.splitlines()[-1], body  # not a 'blocked' under a screen of commands

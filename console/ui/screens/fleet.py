@@ -240,8 +240,9 @@ class FleetScreen(ServerKeys, Screen):
         host = self.current_host()
         if host is None:
             return
-        gpus = self.marked_gpus(host) or ([self.selection[1]] if self.selection else [])
-        self.app.open_launch(host, gpus)  # type: ignore[attr-defined]
+        marked = self.marked_gpus(host)
+        gpus = marked or ([self.selection[1]] if self.selection and self.selection[0] == host else [])
+        self.app.open_launch(host, gpus, bool(marked))  # type: ignore[attr-defined]
 
     def action_details(self) -> None:
         srv = self.current_server()

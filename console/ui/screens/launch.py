@@ -17,33 +17,70 @@ from console.fleet.journal import mask
 from console.ui import format as fmt
 
 
-def matching_presets(presets: dict[str, Preset], host: str, gpus: list[int]) -> tuple[list[str], bool]:
-    """Presets on `host` covering the selected GPUs (exact fit first); falls back to all of the host's."""
+def replica_tp(preset: Preset) -> int:
+    return preset.tp or len(preset.gpus)
+
+
+def matching_presets(presets: dict[str, Preset], host: str, gpus: list[int],
+                     marked: bool = False) -> tuple[list[str], bool]:
+    """Presets on `host` for the selection (exact fit first); falls back to all of the host's.
+
+    Marked GPUs are the target: a preset fits when its TP groups divide them (it is re-planned onto them)."""
     on_host = [n for n, p in presets.items() if p.host == host]
     if not gpus:
         return on_host, True
     sel = set(gpus)
-    fit = [n for n in on_host if sel <= set(presets[n].gpus) or len(presets[n].gpus) == len(sel)]
+    if marked:
+        fit = [n for n in on_host if len(sel) % replica_tp(presets[n]) == 0]
+    else:
+        fit = [n for n in on_host if sel <= set(presets[n].gpus) or len(presets[n].gpus) == len(sel)]
     fit.sort(key=lambda n: (set(presets[n].gpus) != sel, not (sel <= set(presets[n].gpus)), n))
     return (fit, True) if fit else (on_host, False)
 
 
-def launch_gpus(preset: Preset, marked: list[int]) -> list[int] | None:
-    """GPUs to override the preset's with: the marked set when it is a same-sized different set."""
-    if marked and len(marked) == len(preset.gpus) and sorted(marked) != sorted(preset.gpus):
-        return sorted(marked)
+def launch_gpus(preset: Preset, gpus: list[int], marked: bool = False) -> list[int] | None:
+    """GPUs to launch on instead of the preset's: marked GPUs whenever its TP groups divide them (replicas are
+    re-planned onto them); a single selected GPU only for a preset of one GPU."""
+    if not gpus or sorted(gpus) == sorted(preset.gpus):
+        return None
+    if marked and len(gpus) % replica_tp(preset) == 0:
+        return sorted(gpus)
+    if not marked and len(gpus) == len(preset.gpus):
+        return sorted(gpus)
     return None
 
 
-def preview_content(pv: LaunchPreview, gpus: list[int] | None) -> Content:
-    """Commands, lint findings and pre-checks as one block of styled text."""
+def target_line(name: str, preset: Preset, gpus: list[int], marked: bool) -> tuple[str, str | None]:
+    """(where the launch goes, in words; why it cannot go on the marked GPUs, or None)."""
+    tp, own = replica_tp(preset), fmt.gpu_span(preset.gpus)
+    use = launch_gpus(preset, gpus, marked)
+    if use is not None:
+        n = len(use) // tp
+        what = "marked" if marked else "selected"
+        return (f"on the {what} GPU{'s' if len(use) > 1 else ''} {fmt.gpu_span(use)} instead of the preset's {own}: "
+                f"{n} replica{'s' if n != 1 else ''} of TP{tp}, ports chosen free by the pre-check", None)
+    if marked and sorted(gpus) != sorted(preset.gpus):
+        return "", (f"{name} runs TP{tp}: the {len(gpus)} marked GPU{'s' if len(gpus) != 1 else ''} "
+                    f"{fmt.gpu_span(gpus)} cannot be split into groups of {tp}; mark {tp} GPUs (or a multiple "
+                    f"of {tp}), or unmark them to launch on the preset's GPUs {own}")
+    return f"on the preset's GPUs {own}", None
+
+
+def blocking_reasons(pv: LaunchPreview) -> list[str]:
+    """Why a launch is refused: lint errors and failed blocking pre-checks."""
+    return ([f.message for f in pv.findings if f.severity == "error"]
+            + [c.message for c in pv.checks if c.blocking and not c.ok])
+
+
+def preview_content(pv: LaunchPreview, where: str) -> Content:
+    """Where it launches, then commands, lint findings and pre-checks (why it is blocked is the dialog's top line)."""
     parts: list[tuple[str, str] | str] = []
+    if where:
+        parts.append((f"{fmt.clean(where)}\n\n", "italic"))
     for plan in pv.plans:
         r = plan.replica
         parts += [(f"{r.name}", "bold"), f"  GPUs {fmt.gpu_span(r.gpus)} · TP{r.tp} · port {r.port}\n",
                   ("$ ", "bold"), fmt.clean(mask(plan.command)), "\n\n"]
-    if gpus:
-        parts.append((f"(on marked GPUs {fmt.gpu_span(gpus)} instead of the preset's)\n\n", "italic"))
     for f in pv.findings:
         colour = "red" if f.severity == "error" else "yellow"
         parts += [(f"{f.severity} [{fmt.clean(f.rule)}] ", f"bold {colour}"), fmt.clean(f.message)]
@@ -53,8 +90,6 @@ def preview_content(pv: LaunchPreview, gpus: list[int] | None) -> Content:
     for c in pv.checks:
         parts += [("✓ " if c.ok else ("✗ " if c.blocking else "! "), "green" if c.ok else "red" if c.blocking else "yellow"),
                   f"{fmt.clean(c.name)}: {fmt.clean(c.message)}\n"]
-    if pv.blocked:
-        parts.append(("\nblocked: fix the errors above before launching", "bold red"))
     return Content.assemble(*parts)
 
 
@@ -73,20 +108,27 @@ class LaunchScreen(ModalScreen[None]):
     LaunchScreen.-preview OptionList { display: none; }
     """
 
-    def __init__(self, host: str, gpus: list[int]) -> None:
+    def __init__(self, host: str, gpus: list[int], marked: bool = False) -> None:
         super().__init__()
         self.host = host
         self.gpus = gpus
+        self.marked = marked and bool(gpus)
+        """The GPUs were marked (space): they are the launch target, not a hint."""
         self.preview: LaunchPreview | None = None
         self.chosen: str | None = None
+        self.refused: str | None = None
+        """Why the chosen preset cannot go on the marked GPUs (no preview is asked for then)."""
 
     def compose(self) -> ComposeResult:
         presets = self.app.fleet.presets  # type: ignore[attr-defined]
-        names, exact = matching_presets(presets, self.host, self.gpus)
-        sel = f" GPU {fmt.gpu_span(self.gpus)}" if self.gpus else ""
+        names, exact = matching_presets(presets, self.host, self.gpus, self.marked)
+        span = fmt.gpu_span(self.gpus)
+        sel = (f": marked GPU{'s' if len(self.gpus) > 1 else ''} {span}" if self.marked
+               else f" (GPU {span} selected)" if self.gpus else "")
         with Vertical(classes="dialog"):
             yield Static(Content(f"Launch on {fmt.clean(self.host)}{sel}"), classes="dialog-title")
-            note = "" if exact else "no preset uses exactly these GPUs; all presets of this host:"
+            note = "" if exact else ("no preset's TP groups divide the marked GPUs; all presets of this host:"
+                                     if self.marked else "no preset uses exactly these GPUs; all presets of this host:")
             yield Static(Content(note or "pick a preset (enter), esc to cancel"), id="note")
             yield OptionList(*[Option(self._label(n, presets[n]), id=n) for n in names], id="presets")
             with VerticalScroll(id="preview"):
@@ -105,35 +147,54 @@ class LaunchScreen(ModalScreen[None]):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.chosen = event.option.id
-        self.query_one("#note", Static).update(Content(f"preview of {self.chosen} …"))
-        self._load_preview(self.chosen or "")
+        name = self.chosen or ""
+        preset = self.app.fleet.presets[name]  # type: ignore[attr-defined]
+        _, why_not = target_line(name, preset, self.gpus, self.marked)
+        self.refused = why_not
+        if why_not is not None:  # said at the top, plainly; nothing is previewed or launched elsewhere
+            self.preview = None
+            self.query_one("#note", Static).update(Content.assemble(("blocked", "bold red"), f": {fmt.clean(why_not)}"))
+            self.query_one("#preview-body", Static).update(Content.styled(fmt.clean(why_not), "red"))
+            self.add_class("-preview")
+            return
+        self.query_one("#note", Static).update(Content(f"preview of {name} …"))
+        self._load_preview(name)
 
     @work(exclusive=True, group="launch-preview", exit_on_error=False)
     async def _load_preview(self, name: str) -> None:
         preset = self.app.fleet.presets[name]  # type: ignore[attr-defined]
-        gpus = launch_gpus(preset, self.gpus)
+        gpus = launch_gpus(preset, self.gpus, self.marked)
+        where, _ = target_line(name, preset, self.gpus, self.marked)
         pv = await self.app.api.preview(name, gpus)  # type: ignore[attr-defined]
         self.preview = pv
-        self.query_one("#preview-body", Static).update(preview_content(pv, gpus))
-        self.query_one("#note", Static).update(Content.assemble(
-            ("blocked" if pv.blocked else "ready to launch", "bold red" if pv.blocked else "bold green"),
-            f": {name}"))
+        self.query_one("#preview-body", Static).update(preview_content(pv, where))
+        reasons = blocking_reasons(pv)
+        if pv.blocked:  # the reason at the top, not a 'blocked' under a screen of commands
+            note = Content.assemble(("blocked", "bold red"), f": {fmt.clean(reasons[0]) if reasons else name}",
+                                    f" (+{len(reasons) - 1} more below)" if len(reasons) > 1 else "")
+        else:
+            note = Content.assemble(("ready to launch", "bold green"), f": {name}")
+        self.query_one("#note", Static).update(note)
         self.add_class("-preview")
 
     def action_confirm(self) -> None:
+        if self.refused is not None:
+            self.notify(self.refused, severity="error", markup=False)
+            return
         if self.preview is None or self.chosen is None:
             return
         if self.preview.blocked:
-            self.notify("blocked by the checks above", severity="error", markup=False)
+            self.notify("blocked: " + "; ".join(blocking_reasons(self.preview)), severity="error", markup=False)
             return
         preset = self.app.fleet.presets[self.chosen]  # type: ignore[attr-defined]
-        self.app.start_launch(self.chosen, launch_gpus(preset, self.gpus))  # type: ignore[attr-defined]
+        self.app.start_launch(self.chosen, launch_gpus(preset, self.gpus, self.marked))  # type: ignore[attr-defined]
         self.dismiss(None)
 
     def action_back(self) -> None:
         if self.has_class("-preview"):
             self.remove_class("-preview")
             self.preview = None
+            self.refused = None
             self.query_one(OptionList).focus()
         else:
             self.dismiss(None)
