@@ -3,9 +3,11 @@ screen (every screen's rendered text, the whole log paged through), the journal,
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -105,7 +107,8 @@ async def test_api_key_never_shown_journaled_or_written(ssh_host_factory, sim_ro
     texts["CLI `launch --dry-run` output"] = dry.stdout + dry.stderr
     checks_cli = "--api-key" in dry.stdout
     texts["journal"] = journal.read_text() if journal.exists() else ""
-    texts["remote meta/history"] = h.ssh.exec(f"cat {h.dir}/run/servers/*/* 2>/dev/null").stdout
+    # every file the console writes on the host but the 0600 secrets file SGLang reads its --api-key from
+    texts["remote meta/history"] = h.ssh.exec(f"cat {h.dir}/run/servers/*/*.json* 2>/dev/null").stdout
     local = [p for d in (tmp_path / "state", tmp_path / "config") if d.exists() for p in d.rglob("*") if p.is_file()]
     texts["console state/config files"] = "\n".join(p.read_text(errors="replace") for p in local)
     checks = {where: API_KEY not in t and HF_TOKEN not in t for where, t in texts.items()}
@@ -142,3 +145,80 @@ def test_launch_preview_masks_the_api_key() -> None:
     text = str(preview_content(LaunchPreview("p", plan_launch(fleet, "p", "s")), None))
     assert "--api-key" in text
     assert API_KEY not in text and HF_TOKEN not in text
+
+
+ENV_KEY = "sk-dfc-EnvKey8Rt5Yq1"
+ADMIN_KEY = "sk-dfc-Admin3Wv6Np0"
+DB_PASSWORD = "pw-dfc-Db7Kx2Lq"
+
+
+def _as_nobody(h, command: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+    """`sh -c command` on the test host as user nobody (65534), in the host's PID and mount namespaces."""
+    pre = ["nsenter", "-t", str(h.ssh.init_pid), "-n", "-p", "-m", "-u", "-S", "65534", "-G", "65534"]
+    return subprocess.run([*pre, "env", "-i", "PATH=/usr/bin:/bin", "/bin/sh", "-c", command], capture_output=True,
+                          text=True, timeout=10, cwd="/")
+
+
+async def test_no_secret_on_the_host_process_table(ssh_host_factory, sim_root: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression (issue 17.1): the key and HF_TOKEN rode on `env K=V ... --api-key K` argv, visible to every user of
+    the GPU host. As `nobody` on a host behind real sshd, `ps -eww`, BSD `ps e` and every /proc/*/cmdline are sampled
+    from before the launch until the server serves: no secret, while the server did get every one of them."""
+    t0 = time.monotonic()
+    sf = build_sim_fleet(ssh_host_factory, sim_root, ["psv"])
+    h = sf.hosts["psv"]
+    if not h.ssh.netns:
+        pytest.skip("another local user on the host needs root and the host's PID namespace (loopback mode)")
+    monkeypatch.setenv("DFC_TEST_ENV_KEY", ENV_KEY)
+    preset = preset_toml("pskeyed", h, port=30710, args=f'["--admin-api-key={ADMIN_KEY}", "--enable-metrics"]',
+                         env=f'{{ HF_TOKEN = "{HF_TOKEN}", DB_PASSWORD = "{DB_PASSWORD}" }}',
+                         extra='api_key_env = "DFC_TEST_ENV_KEY"\n')
+    secrets = (ENV_KEY, ADMIN_KEY, HF_TOKEN, DB_PASSWORD)
+    samples: list[str] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            r = _as_nobody(h, "ps -eww -o pid,user,args; ps aeuxww; for f in /proc/[0-9]*/cmdline; do "
+                              "tr '\\0' ' ' < $f 2>/dev/null; echo; done")
+            samples.append(r.stdout + r.stderr)
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    async with controller(sf.fleet(preset)) as ctl:
+        assert await ctl.wait_hosts(15)
+        sampler.start()
+        try:
+            out = await ctl.launch("pskeyed", wait=True)
+            await asyncio.sleep(0.5)
+        finally:
+            stop.set()
+            sampler.join(15)
+        assert out.ok, out.message
+        s = ctl.state.servers[out.servers[0]]
+        env = h.environ(int(s.meta.pid or 0))
+        url = await ctl.server_url(s.name)
+        async with httpx.AsyncClient(trust_env=False) as http:
+            anon = (await http.get(url + "/v1/models")).status_code
+            keyed = (await http.get(url + "/v1/models", headers={"Authorization": f"Bearer {ENV_KEY}"})).status_code
+        d = f"{h.dir}/run/servers/{s.name.replace(':', '_')}"
+        modes = h.ssh.exec(f"stat -c '%a %n' '{d}' '{d}/secrets.yaml'; ls -a '{d}'").stdout
+        nobody_reads = _as_nobody(h, f"cat '{d}/secrets.yaml'")
+        await ctl.stop_server(s.name)
+    seen = "\n".join(samples)
+    leaked = [i for i, x in enumerate(secrets) if x in seen]
+    checks = {
+        "no secret in ps -eww, ps e or /proc/*/cmdline as nobody": not leaked,
+        "nobody's ps saw the server (so the check could fail)": "sglang.launch_server" in seen,
+        "the server got HF_TOKEN and DB_PASSWORD": env.get("HF_TOKEN") == HF_TOKEN and env.get("DB_PASSWORD") == DB_PASSWORD,
+        "the server requires the api_key_env key (401 without, 200 with)": (anon, keyed) == (401, 200),
+        "secrets.yaml 0600 in a 0700 dir, the env file removed": ("700 " in modes and "600 " in modes
+                                                                  and ".secret.env" not in modes),
+        "nobody cannot read secrets.yaml": nobody_reads.returncode != 0 and ENV_KEY not in nobody_reads.stdout,
+    }
+    for i, (what, ok) in enumerate(checks.items()):
+        results.record("hostile", f"secrets in ps: {what}", 0, ok, time.monotonic() - t0 if i == 0 else 0.0,
+                       f"{len(samples)} samples" + (f"; leaked secret #{leaked}" if leaked else ""),
+                       **({"samples": float(len(samples))} if i == 0 else {}))
+    assert not leaked, f"secrets {leaked} seen by nobody in {len(samples)} samples"
+    assert all(checks.values()), {k: v for k, v in checks.items() if not v} | {"modes": modes, "http": (anon, keyed)}
