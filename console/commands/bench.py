@@ -23,6 +23,7 @@ from console.sglang.benchstats import (
     compare_levels,
     default_num_prompts,
     levels_of,
+    num_prompts_notes,
     parse_concurrency,
     previous_record,
 )
@@ -58,7 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", default=DEFAULT_LEVELS, metavar="LIST", help=f"levels (default {DEFAULT_LEVELS})")
     p.add_argument("--input-len", type=int, default=1024, metavar="N", help="prompt length in tokens (default 1024)")
     p.add_argument("--output-len", type=int, default=256, metavar="N", help="tokens per answer (default 256)")
-    p.add_argument("--num-prompts", type=int, metavar="N", help="requests per level (at least 5 x concurrency)")
+    p.add_argument("--num-prompts", type=int, metavar="N",
+                   help="requests per level, exactly (default 5 x concurrency; fewer than C keeps fewer in flight)")
     p.add_argument("--engine", choices=("console", "sglang"), default="console",
                    help="console: the built-in load generator; sglang: `python -m sglang.bench_serving` on the host")
     p.add_argument("--model", help="the request's model field (default: /v1/models' first id)")
@@ -79,6 +81,11 @@ def run(args: argparse.Namespace) -> int:
     if args.input_len < 1 or args.output_len < 1:
         print("error: --input-len and --output-len must be >= 1", file=sys.stderr)
         return 2
+    if args.num_prompts is not None and args.num_prompts < 1:
+        print("error: --num-prompts must be >= 1", file=sys.stderr)
+        return 2
+    for note in num_prompts_notes(levels, args.num_prompts):
+        print(f"note: {note}", file=sys.stderr)
     spec = BenchSpec(url="", concurrency=tuple(levels), input_len=args.input_len, output_len=args.output_len,
                      num_prompts=args.num_prompts, model=args.model, timeout_s=args.timeout)
     return asyncio.run(_main(args, spec))
@@ -128,7 +135,7 @@ async def _main(args: argparse.Namespace, spec: BenchSpec) -> int:
     record = make_record(server=target.server, preset=target.preset, url=target.url or "", engine=args.engine,
                          levels=levels, spec=spec, server_args=target.server_args, gpu_model=target.gpu_model,
                          server_info=info, fixed_output_len=fixed, model=model)
-    prev = previous_record(load_records(), target.preset, target.server, args.engine)
+    prev = previous_record(load_records(), target.preset, target.server, args.engine, spec.input_len, spec.output_len)
     if not args.no_save:
         append_record(record)
     if args.json:
@@ -292,7 +299,8 @@ def render_report(target: BenchTarget, levels: list[LevelResult], prev: dict[str
     if prev is not None:
         deltas = compare_levels(levels, levels_of(prev))
         if deltas:
-            lines.append(f"vs previous run ({prev.get('time', '?')}): " + ", ".join(deltas))
+            lines.append(f"vs previous run ({prev.get('time', '?')}, same engine, input {prev.get('input_len')} and "
+                         f"output {prev.get('output_len')} tokens): " + ", ".join(deltas))
     for lv in levels:
         for e in lv.error_examples:
             lines.append(f"C={lv.concurrency} error: {e}")

@@ -113,9 +113,17 @@ def aggregate(concurrency: int, samples: Iterable[RequestSample], duration_s: fl
 
 
 def default_num_prompts(concurrency: int, requested: int | None = None) -> int:
-    """Requests per level: at least 5 × concurrency (so every slot turns over), or more if asked."""
-    floor = max(5 * concurrency, 1)
-    return floor if requested is None else max(requested, floor)
+    """Requests per level: exactly `requested` when given (`--num-prompts 8` is 8), else 5 × concurrency
+    so every slot turns over a few times."""
+    return max(5 * concurrency, 1) if requested is None else max(requested, 1)
+
+
+def num_prompts_notes(levels: Iterable[int], requested: int | None) -> list[str]:
+    """Why a level will not look like its C: fewer requests than C cannot keep C in flight."""
+    if requested is None:
+        return []
+    return [f"C={c}: {requested} requests per level keep at most {requested} in flight, not {c}"
+            for c in levels if requested < c]
 
 
 def parse_concurrency(text: str) -> list[int]:
@@ -168,11 +176,16 @@ def compare_levels(current: Sequence[LevelResult], previous: Sequence[LevelResul
 
 
 def previous_record(records: Iterable[dict[str, Any]], preset: str | None, server: str,
-                    engine: str = "console") -> dict[str, Any] | None:
-    """The newest earlier run of the same preset (or the same server when there is no preset) and engine."""
+                    engine: str = "console", input_len: int | None = None,
+                    output_len: int | None = None) -> dict[str, Any] | None:
+    """The newest earlier run of the same preset (or the same server when there is no preset), engine and,
+    when given, input and output lengths: a sweep at 256 tokens says nothing about one at 1024."""
     best: dict[str, Any] | None = None
     for r in records:
         if r.get("engine", "console") != engine:
+            continue
+        if (input_len is not None and r.get("input_len") != input_len) or \
+                (output_len is not None and r.get("output_len") != output_len):
             continue
         same = r.get("preset") == preset if preset else r.get("server") == server
         if same and (best is None or str(r.get("time", "")) >= str(best.get("time", ""))):

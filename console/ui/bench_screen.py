@@ -3,7 +3,8 @@
 Self-contained: it needs only a FleetApi and a server name. The target is resolved on the app's loop
 (the tunnel lives there); the sweep itself (`console.sglang.bench`) runs on its own loop in a thread so
 rendering never skews its timings. Each run is saved to bench.jsonl and compared with the preset's
-previous run. Install with `install(app)` (sets `app.bench_runner`).
+previous run. `b` first asks for the sweep (levels, lengths, requests) in a BenchForm. Install with
+`install(app)` (sets `app.bench_runner`).
 """
 
 from __future__ import annotations
@@ -19,13 +20,21 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Label, ProgressBar, Static
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Input, Label, ProgressBar, Static
 
 from console.commands.bench import BenchTarget, target_from_state
 from console.sglang.bench import BenchSpec, LoadGenerator, SweepResult, append_record, load_records, make_record
-from console.sglang.benchstats import LevelResult, compare_levels, default_num_prompts, levels_of, previous_record
+from console.sglang.benchstats import (
+    LevelResult,
+    compare_levels,
+    default_num_prompts,
+    levels_of,
+    num_prompts_notes,
+    parse_concurrency,
+    previous_record,
+)
 
 
 def results_table(levels: Sequence[LevelResult]) -> Table:
@@ -170,7 +179,8 @@ class BenchScreen(Screen[list[LevelResult] | None]):
     def _finish(self, target: BenchTarget, levels: list[LevelResult], info: dict[str, Any], model: str,
                 fixed: bool) -> None:
         self.levels = list(levels)
-        prev = previous_record(load_records(), target.preset, target.server)
+        prev = previous_record(load_records(), target.preset, target.server, "console", self.spec.input_len,
+                               self.spec.output_len)
         self.comparison = compare_levels(levels, levels_of(prev)) if prev else []
         if self.save:
             append_record(make_record(server=target.server, preset=target.preset, url=target.url or "",
@@ -179,6 +189,7 @@ class BenchScreen(Screen[list[LevelResult] | None]):
                                       model=model))
         self.query_one("#bench-results", Static).update(results_table(levels))
         parts = [f"done: {sum(lv.requests for lv in levels)} requests"]
+        parts += num_prompts_notes(self.spec.concurrency, self.spec.num_prompts)
         if self.comparison:
             parts.append("vs previous run: " + ", ".join(self.comparison))
         if not fixed:
@@ -195,9 +206,79 @@ class BenchScreen(Screen[list[LevelResult] | None]):
         self.dismiss(self.levels or None)
 
 
+FORM_FIELDS = (("concurrency", "levels (C)", "1,32,64,128"), ("input_len", "input tokens", "1024"),
+               ("output_len", "output tokens", "256"), ("num_prompts", "requests per level", ""))
+"""Field id, label, default; requests left empty mean 5 × C."""
+
+
+def parse_form(values: dict[str, str]) -> dict[str, Any]:
+    """The BenchScreen arguments from the form's texts; ValueError names the bad field (pure)."""
+    try:
+        levels = tuple(parse_concurrency(values.get("concurrency", "")))
+    except ValueError as e:
+        raise ValueError(f"levels: {e}") from None
+    out: dict[str, Any] = {"concurrency": levels}
+    for key, label, _ in FORM_FIELDS[1:]:
+        text = values.get(key, "").strip()
+        if key == "num_prompts" and not text:
+            out[key] = None
+            continue
+        if not text.isdigit() or int(text) < 1:
+            raise ValueError(f"{label}: a whole number >= 1, got {text!r}")
+        out[key] = int(text)
+    return out
+
+
+class BenchForm(ModalScreen[dict[str, Any] | None]):
+    """What `b` asks before a sweep starts: levels, input/output tokens, requests per level."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="bench-form-cancel")]
+    DEFAULT_CSS = """
+    BenchForm { align: center middle; }
+    BenchForm > Vertical { width: 64; height: auto; padding: 1 2; border: round $primary; background: $surface; }
+    BenchForm Grid { grid-size: 2; grid-columns: 22 1fr; height: auto; grid-rows: 3; }
+    BenchForm Label { padding: 1 0; }
+    BenchForm #bench-form-error { color: $error; height: auto; }
+    """
+
+    def __init__(self, server: str, last: dict[str, str] | None = None) -> None:
+        super().__init__()
+        self.server = server
+        self.last = last or {}
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(f"bench {self.server}"), classes="bench-title")
+            with Grid():
+                for key, label, default in FORM_FIELDS:
+                    yield Label(label)
+                    yield Input(self.last.get(key, default), id=f"bench-form-{key}",
+                                placeholder="5 x C" if key == "num_prompts" else "")
+            yield Static("enter: start   esc: cancel", id="bench-form-help", markup=False)
+            yield Static("", id="bench-form-error", markup=False)
+
+    def values(self) -> dict[str, str]:
+        return {key: self.query_one(f"#bench-form-{key}", Input).value for key, _, _ in FORM_FIELDS}
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        try:
+            self.dismiss(parse_form(self.values()))
+        except ValueError as e:
+            self.query_one("#bench-form-error", Static).update(Text(str(e)))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
 def bench_runner(app: Any, name: str) -> None:
-    """The `b` hook: push a BenchScreen for the server on the app's FleetApi."""
-    app.push_screen(BenchScreen(app.api, name))
+    """The `b` hook: ask for the sweep (BenchForm), then push a BenchScreen for the server on the app's FleetApi."""
+
+    def start(sweep: dict[str, Any] | None) -> None:
+        if sweep is not None:
+            app.push_screen(BenchScreen(app.api, name, **sweep))
+
+    app.push_screen(BenchForm(name), start)
 
 
 def install(app: Any) -> None:

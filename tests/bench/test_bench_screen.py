@@ -15,7 +15,7 @@ from console.config import parse_fleet
 from console.fleet.events import GpuReading, ServerMeta
 from console.fleet.state import FleetState, GpuState, ServerState
 from console.sglang.bench import load_records
-from console.ui.bench_screen import BenchScreen, install
+from console.ui.bench_screen import BenchForm, BenchScreen, install, parse_form
 
 TOML = """
 [hosts.h]
@@ -64,6 +64,9 @@ def fake() -> Iterator[FakeSSEServer]:
 async def _sweep(app: Host, pilot, name: str = "p@h:gpu0") -> BenchScreen:
     app.bench_runner(app, name)
     await pilot.pause()
+    if isinstance(app.screen, BenchForm):  # `b` asks first: take the defaults
+        await pilot.press("enter")
+        await pilot.pause()
     screen = app.screen
     assert isinstance(screen, BenchScreen)
     for _ in range(200):
@@ -148,3 +151,50 @@ async def test_app_exit_mid_sweep_stops_the_thread_and_drops_its_late_callbacks(
         screen._progress(8, 3, 40)  # what the thread may still post after the screen is gone: no NoMatches
     finally:
         srv.stop()
+
+
+async def test_b_asks_for_the_sweep_before_starting(fake: FakeSSEServer, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DFLASH_STATE_DIR", str(tmp_path))
+    app = Host(FakeApi(fake.url))
+    install(app)
+    async with app.run_test(size=(120, 30)) as pilot:
+        app.bench_runner(app, "p@h:gpu0")
+        await pilot.pause(0.3)
+        form = app.screen
+        assert isinstance(form, BenchForm) and fake.requests == 0  # nothing sent before the user answers
+        assert form.values() == {"concurrency": "1,32,64,128", "input_len": "1024", "output_len": "256",
+                                 "num_prompts": ""}
+        for key, text in (("concurrency", "1,0"), ("input_len", "8"), ("output_len", "5"), ("num_prompts", "3")):
+            form.query_one(f"#bench-form-{key}").value = text
+        form.query_one("#bench-form-concurrency").focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is form and "levels:" in str(form.query_one("#bench-form-error", Static).render())
+        form.query_one("#bench-form-concurrency").value = "1,2"
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, BenchScreen)
+        assert (screen.spec.concurrency, screen.spec.input_len, screen.spec.output_len, screen.spec.num_prompts) \
+            == ((1, 2), 8, 5, 3)
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if not screen.running:
+                break
+        assert [lv.requests for lv in screen.levels] == [3, 3]
+        await pilot.press("escape")
+        await pilot.pause()
+        app.bench_runner(app, "p@h:gpu0")
+        await pilot.pause()
+        assert isinstance(app.screen, BenchForm)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, (BenchForm, BenchScreen))
+
+
+def test_parse_form_names_the_bad_field() -> None:
+    assert parse_form({"concurrency": "1,4", "input_len": "16", "output_len": "8", "num_prompts": ""}) == \
+        {"concurrency": (1, 4), "input_len": 16, "output_len": 8, "num_prompts": None}
+    with pytest.raises(ValueError, match="output tokens"):
+        parse_form({"concurrency": "1", "input_len": "16", "output_len": "x", "num_prompts": ""})

@@ -13,6 +13,7 @@ from console.sglang.benchstats import (
     aggregate,
     compare_levels,
     default_num_prompts,
+    num_prompts_notes,
     levels_of,
     parse_concurrency,
     percentile,
@@ -73,10 +74,12 @@ def test_level_roundtrip_tolerates_extra_keys() -> None:
     assert levels_of({"levels": [d, "junk", {"x": 1}]}) == [lv]
 
 
-def test_num_prompts_floor_and_concurrency_parsing() -> None:
+def test_num_prompts_is_what_was_asked_and_concurrency_parsing() -> None:
     assert default_num_prompts(32) == 160
-    assert default_num_prompts(32, 10) == 160
+    assert default_num_prompts(4, 8) == 8  # `--num-prompts 8` is 8 requests (it was 20 at C=4)
     assert default_num_prompts(1, 50) == 50
+    assert num_prompts_notes([1, 4, 32], 8) == ["C=32: 8 requests per level keep at most 8 in flight, not 32"]
+    assert num_prompts_notes([1, 32], None) == []
     assert parse_concurrency("1, 32,64,128") == [1, 32, 64, 128]
     for bad in ("", "0", "a,2", "-1"):
         with pytest.raises(ValueError):
@@ -105,6 +108,19 @@ def test_previous_record_same_preset_and_engine_newest() -> None:
     assert previous_record(recs, "a", "", engine="sglang")["server"] == "a@h:gpu1"
     assert previous_record(recs, None, "http://x:1")["time"].startswith("2026-01-05")
     assert previous_record(recs, "zzz", "") is None
+
+
+def test_previous_record_only_with_the_same_input_and_output_lengths() -> None:
+    recs = [
+        {"time": "2026-01-01T00:00:00+00:00", "preset": "a", "server": "a@h:gpu0", "input_len": 1024,
+         "output_len": 256, "tag": "same"},
+        {"time": "2026-01-02T00:00:00+00:00", "preset": "a", "server": "a@h:gpu0", "input_len": 1024,
+         "output_len": 16},
+        {"time": "2026-01-03T00:00:00+00:00", "preset": "a", "server": "a@h:gpu0", "input_len": 8,
+         "output_len": 256},
+    ]
+    assert previous_record(recs, "a", "a@h:gpu0", "console", 1024, 256)["tag"] == "same"
+    assert previous_record(recs, "a", "a@h:gpu0", "console", 512, 256) is None
 
 
 def test_compare_never_prints_minus_zero() -> None:

@@ -79,6 +79,13 @@ def test_bench_cli_json_and_compare(sim_fleet: Path, tmp_path: Path, capsys: pyt
     rec = json.loads(lines[0])
     assert len(lines) == 2 and rec["gpu_model"].endswith("NVIDIA RTX PRO 6000 Blackwell Server Edition")
     assert "--mamba-scheduler-strategy" in rec["server_args"] and "api_key" not in rec["server_info"]
+    # --num-prompts is the number of requests per level; other lengths are no "previous run" to compare with
+    argv[-1] = "32"
+    assert main([*argv, "--num-prompts", "3"]) == 0
+    cap = capsys.readouterr()
+    assert "vs previous run" not in cap.out and "C=4: 3 requests per level keep at most 3 in flight" in cap.err
+    rec = json.loads((tmp_path / "state" / "bench.jsonl").read_text().splitlines()[-1])
+    assert [lv["requests"] for lv in rec["levels"]] == [3, 3] and rec["input_len"] == 32
 
 
 def test_bench_cli_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
