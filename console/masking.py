@@ -23,8 +23,9 @@ _QFLAG_RE = re.compile(rf"'({_SECRET_FLAG})=[^']*'", re.IGNORECASE)
 # NAME=VALUE: env words, SGLang's `server_args=ServerArgs(..., api_key='...')`, bare or in one pair of quotes
 _ASSIGN_RE = re.compile(rf"(?<![\w-])('?)([A-Za-z_][A-Za-z0-9_]*)=(?!{re.escape(MASK)}){_VALUE}?")
 _QASSIGN_RE = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)=[^']*'")
-# "api_key": "...", 'hf_token': '...' (JSON, Python dict reprs)
-_KV_RE = re.compile(r"([\"'])([A-Za-z_][A-Za-z0-9_-]*)\1(\s*:\s*)('[^']*'|\"(?:[^\"\\]|\\.)*\")")
+# "api_key": "...", 'hf_token': '...' (JSON, Python dict reprs), also JSON inside a JSON string (\"api_key\": \"...\")
+_KV_RE = re.compile(r"(\\?[\"'])([A-Za-z0-9_-]*(?i:key|token|secret|passw(?:or)?d)[A-Za-z0-9_-]*)\1(\s*:\s*)"
+                    r"(\\?[\"'])((?:(?!\4)(?:\\.|[^\\]))*)\4")
 _BEARER_RE = re.compile(r"(\bBearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
 _UNSET = frozenset({None, "", "None", "null", "''", '""'})
 """`api_key=None` as SGLang's server_args dump prints it: nothing to hide, shown as is."""
@@ -91,8 +92,8 @@ def mask(text: str) -> str:
                              if is_secret_name(m.group(2)) and _TRAIL.sub("", m.group(3) or "") not in _UNSET
                              else m.group(0), out)
     if ":" in out:
-        out = _KV_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{m.group(4)[0]}{MASK}{m.group(4)[0]}"
-                         if is_secret_name(m.group(2)) else m.group(0), out)
+        out = _KV_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{m.group(4)}{MASK}{m.group(4)}"
+                         if is_secret_name(m.group(2)) and m.group(5) not in _UNSET else m.group(0), out)
     out = _BEARER_RE.sub(lambda m: m.group(1) + MASK, out) if "earer" in out else out
     with _lock:
         known = sorted(_known, key=len, reverse=True)
