@@ -51,10 +51,11 @@ class Truth:
         return cls(int(n), int(b.generation_tokens - a.generation_tokens),
                    (b.e2e_sum - a.e2e_sum) / n if n else 0.0, (b.ttft_sum - a.ttft_sum) / nt if nt else 0.0)
 
-    def check_level(self, lv: dict, output_len: int) -> list[str]:
+    def check_level(self, lv: dict, output_len: int, warmup: int = 0) -> list[str]:
         """Where a bench level (its `--json` object, plus `output_tokens` when known) disagrees with the server.
 
-        - requests and tokens: exactly the server's counts;
+        - requests and tokens: exactly the server's counts (plus `warmup` full-length requests sent before the
+          level inside the same scrape window);
         - e2e p50 never below the server's own mean e2e: a client cannot finish before the server did;
         - C requests really in flight, by Little's law: a closed loop of C workers over equal-length requests
           completes C / e2e requests a second (serialised workers would give 1/C);
@@ -64,8 +65,8 @@ class Truth:
         by `benchmarks/bench_sim_tolerance.py`; the ITL arithmetic is unit-tested in `test_benchstats`.
         """
         c, out = int(lv["concurrency"]), []
-        if lv["requests"] != self.requests:
-            out.append(f"C={c}: {lv['requests']} requests, the server finished {self.requests}")
+        if lv["requests"] + warmup != self.requests:
+            out.append(f"C={c}: {lv['requests']} requests (+{warmup} warm-up), the server finished {self.requests}")
         if self.generation_tokens != self.requests * output_len:
             out.append(f"C={c}: the server generated {self.generation_tokens} tokens for {self.requests} requests")
         if "output_tokens" in lv and lv["output_tokens"] != self.generation_tokens:
@@ -73,7 +74,7 @@ class Truth:
         e2e, ttft = lv["e2e_p50_s"], lv["ttft_p50_s"]
         if e2e is None or e2e < self.e2e_mean_s * 0.85:
             out.append(f"C={c}: e2e p50 {e2e} below the server's own mean {self.e2e_mean_s:.3f} s")
-        elif (little := lv["request_throughput_rps"] * e2e / min(c, self.requests)) < 0.6 or little > 1.15:
+        elif (little := lv["request_throughput_rps"] * e2e / min(c, lv["requests"])) < 0.6 or little > 1.15:
             out.append(f"C={c}: rps {lv['request_throughput_rps']:.3f} × e2e p50 {e2e:.3f} s = {little:.2f} × C "
                        "(want ≈ 1: C requests in flight)")
         if ttft is None or not 0 < ttft <= e2e:

@@ -8,13 +8,16 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from console.fleet import actions
 from console.fleet.controller import FleetController
 from tests.faults import results
 from tests.faults.simfleet import SimHost, build_sim_fleet, controller, preset_toml, trials, wait_for
 
-DETECT_LIMIT_S = 2.0
+SAMPLES_LIMIT = 3
+"""A crash is shown by the time the host has taken this many process samples after it (one a second). Counted,
+not timed, so it holds however slowly a busy machine takes and delivers them; the seconds are a recorded figure."""
 # (sim phase, crash kind, words the shown cause must hold): every startup phase and serving, hard kills and
 # SGLang-style crashes alternating
 CASES = [
@@ -41,6 +44,26 @@ def _server_gpid(port: int) -> int | None:
     return None
 
 
+class SampleLog:
+    """The host's process samples as the console received them, each stamped by the agent with the host's clock
+    (the sim hosts share this machine's clock), so a test can count the samples taken after a moment."""
+
+    def __init__(self, link: Any) -> None:
+        self.times: list[float] = []
+        inner = link.on_frame
+
+        def hook(lk: Any, frame: Any, now: float) -> None:
+            if frame.remote_time is not None:
+                self.times.append(frame.remote_time)
+            if inner is not None:
+                inner(lk, frame, now)
+
+        link.on_frame = hook
+
+    def after(self, wall: float) -> int:
+        return sum(t > wall for t in self.times)
+
+
 class CrashClock(threading.Thread):
     """When the crash really happened: the main process vanished, or the log got its first crash text (20 ms polls)."""
 
@@ -48,6 +71,7 @@ class CrashClock(threading.Thread):
         super().__init__(daemon=True)
         self.port, self.log = port, log
         self.at: float | None = None
+        self.at_wall = 0.0
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -60,13 +84,14 @@ class CrashClock(threading.Thread):
             except OSError:
                 text = b""
             if gone or any(t in text for t in CRASH_TEXT):
-                self.at = time.monotonic()
+                self.at_wall, self.at = time.time(), time.monotonic()
             time.sleep(0.02)
 
 
 async def _one(ctl: FleetController, h: SimHost, preset: str, port: int, name: str | None, case: tuple, i: int,
                first: bool) -> str:
     phase, kind, words = case
+    samples = SampleLog(ctl.links[h.name])
     t0 = time.monotonic()
     figs: dict[str, float] = {}
     ok, detail = True, ""
@@ -95,11 +120,11 @@ async def _one(ctl: FleetController, h: SimHost, preset: str, port: int, name: s
             clock.stop.set()
         assert clock.at is not None
         figs["detect_s"] = seen_at - clock.at
+        figs["samples"] = samples.after(clock.at_wall)
         s = ctl.state.servers[name]
-        limit = DETECT_LIMIT_S
-        figs["within_2s"] = float(figs["detect_s"] <= DETECT_LIMIT_S)
-        if figs["detect_s"] > limit:
-            raise AssertionError(f"crash seen after {figs['detect_s']:.2f}s (limit {limit:g}s)")
+        if figs["samples"] > SAMPLES_LIMIT:
+            raise AssertionError(f"crash seen after {figs['samples']:g} process samples, {figs['detect_s']:.2f} s "
+                                 f"(limit {SAMPLES_LIMIT} samples)")
         def shown() -> str:
             d = ctl.state.servers[name].log.diagnosis
             return f"{d.cause}: {d.summary}".lower() if d is not None and d.summary else ""
@@ -166,12 +191,14 @@ async def test_server_killed_at_each_phase(ssh_host_factory, sim_root: Path) -> 
     assert not flat, "\n".join(flat)
 
 
-async def test_sigkill_right_after_launch_detected_within_2s(ssh_host_factory, sim_root: Path) -> None:
-    """Regression (was a strict xfail): a 2 s launch grace plus ~1.5 s sampling made an early SIGKILL take 3 s."""
+async def test_sigkill_right_after_launch_detected_within_three_samples(ssh_host_factory, sim_root: Path) -> None:
+    """Regression (was a strict xfail): a 2 s launch grace plus ~1.5 s sampling made an early SIGKILL take 3 s
+    (four samples after the death); now it is counted in samples, which a busy machine cannot stretch."""
     sf = build_sim_fleet(ssh_host_factory, sim_root, ["early"])
     h = sf.hosts["early"]
     async with controller(sf.fleet(preset_toml("e", h, port=30310))) as ctl:
         assert await ctl.wait_hosts(15)
+        samples = SampleLog(ctl.links[h.name])
         h.crash(30310, "sigkill", "init")
         out = await actions.launch(ctl, "e")
         assert out.ok, out.message
@@ -181,7 +208,7 @@ async def test_sigkill_right_after_launch_detected_within_2s(ssh_host_factory, s
         await wait_for(lambda: ctl.state.servers[out.servers[0]].phase == "crashed", 10, "crash detected")
         clock.stop.set()
         assert clock.at is not None
-        assert time.monotonic() - clock.at <= DETECT_LIMIT_S
+        assert samples.after(clock.at_wall) <= SAMPLES_LIMIT, (samples.after(clock.at_wall), time.monotonic() - clock.at)
 
 
 def test_vanished_process_is_called_killed_not_cut_log() -> None:
