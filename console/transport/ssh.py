@@ -18,7 +18,14 @@ import asyncssh
 
 from console.config import Host
 from console.transport.base import CommandHook, CommandResult, HostKeyError, TransportError
-from console.transport.trust import HostKeyInfo, describe_host_key, known_hosts_files
+from console.transport.jump import MAX_HOPS, Hop, parse_jump
+from console.transport.trust import (
+    HostKeyInfo,
+    KnownHostsMissing,
+    describe_host_key,
+    known_hosts_files,
+    load_known_hosts,
+)
 
 SSH_CONFIG_ENV = "DFLASH_SSH_CONFIG"
 
@@ -96,14 +103,18 @@ class SshTransport:
     # -- connection ----------------------------------------------------------------------------
 
     def connect_kwargs(self) -> dict[str, Any]:
-        """asyncssh options: hosts.toml fields override ~/.ssh/config; known_hosts always checked."""
+        """asyncssh options for the target: hosts.toml fields override ~/.ssh/config; known_hosts always checked.
+
+        No `tunnel` here: connect() opens the jump hosts itself, checking each one's key (asyncssh's own
+        ProxyJump handling checks a bastion against ssh config alone, so `UserKnownHostsFile none`
+        there would let any bastion in)."""
         h = self.config
         kw: dict[str, Any] = {
             "config": ssh_config_paths(),
             "connect_timeout": self.connect_timeout,
             "keepalive_interval": self.keepalive_interval,
             "keepalive_count_max": self.keepalive_count_max,
-            "known_hosts": self._known_hosts(),
+            "known_hosts": _trust_set(self._files()),
         }
         if h.port is not None:
             kw["port"] = h.port
@@ -111,22 +122,107 @@ class SshTransport:
             kw["username"] = h.user
         if h.identity is not None:
             kw["client_keys"] = [os.path.expanduser(p) for p in h.identities()]
-        if h.proxy_jump is not None:
-            kw["tunnel"] = h.proxy_jump
         return kw
 
-    def _known_hosts(self) -> asyncssh.SSHKnownHosts | bytes:
-        files = known_hosts_files(self.config)
-        if not files:
-            return b""  # nothing trusted yet: every key is unknown (never None, which disables checks)
-        from console.transport.trust import load_known_hosts
+    def _files(self, extra: list[str] | tuple[()] = ()) -> list[str]:
+        """Trusted-key files for this host (and its bastions); a file hosts.toml names but lacks is an error."""
+        try:
+            return known_hosts_files(self.config, extra)
+        except KnownHostsMissing as e:
+            raise TransportError(self.host, str(e)) from None
 
-        return load_known_hosts(files)
+    async def _options(self, host: str, port: int | None = None, user: str | None = None,
+                       known_hosts: Any = b"") -> asyncssh.SSHClientConnectionOptions:
+        """ssh config applied to one host name (HostName, Port, User, ProxyJump, UserKnownHostsFile)."""
+        try:
+            return await asyncssh.SSHClientConnectionOptions.construct(
+                host=host, port=port if port is not None else (), username=user if user is not None else (),
+                config=ssh_config_paths(), known_hosts=known_hosts, connect_timeout=self.connect_timeout)
+        except (OSError, asyncssh.Error, ValueError) as e:
+            raise TransportError(self.host, f"cannot read the ssh config for {host}: {_describe(e)}") from None
+
+    async def jump_hops(self) -> list[Hop]:
+        """The ProxyJump chain to this host, first hop first: hosts.toml's proxy_jump, else ssh config's;
+        a hop's own ProxyJump from ssh config goes before it, as OpenSSH does."""
+        spec = self.config.proxy_jump
+        if spec is None:
+            spec = _jump_of(await self._options(self.config.address, self.config.port, self.config.user))
+        hops: list[Hop] = []
+        while spec:
+            try:
+                new = parse_jump(spec)
+            except ValueError as e:
+                raise TransportError(self.host, str(e)) from None
+            hops = new + hops
+            if len(hops) > MAX_HOPS:
+                raise TransportError(self.host, f"ProxyJump chain longer than {MAX_HOPS} hops (a loop in ssh config?)")
+            spec = _jump_of(await self._options(new[0].host, new[0].port, new[0].user)) if new else None
+        return hops
+
+    async def _hop_files(self, hop: Hop) -> tuple[list[str], asyncssh.SSHClientConnectionOptions]:
+        """A bastion is checked like any host (this host's known_hosts and the trust file), plus files ssh
+        config names for it; `UserKnownHostsFile none` there adds none and turns nothing off."""
+        opts = await self._options(hop.host, hop.port, hop.user, known_hosts=())
+        named = opts.known_hosts if isinstance(opts.known_hosts, list) else []
+        return self._files([os.path.expanduser(f) for f in named if isinstance(f, str)]), opts
+
+    def _bastion_name(self, hop: Hop) -> str:
+        return f"bastion {hop.spec} (ProxyJump of {self.host})"
+
+    async def _connect_hop(self, hop: Hop, via: asyncssh.SSHClientConnection | None) -> asyncssh.SSHClientConnection:
+        files, _ = await self._hop_files(hop)
+        try:
+            conn = await asyncssh.connect(
+                hop.host, hop.port if hop.port is not None else (), username=hop.user if hop.user is not None else (),
+                tunnel=via, config=ssh_config_paths(), known_hosts=_trust_set(files),
+                connect_timeout=self.connect_timeout, keepalive_interval=self.keepalive_interval,
+                keepalive_count_max=self.keepalive_count_max)
+        except asyncssh.HostKeyNotVerifiable as e:
+            raise await self._host_key_error(e, hop, via) from None
+        except asyncssh.PermissionDenied as e:
+            raise TransportError(self.host, f"authentication failed on {self._bastion_name(hop)} ({e.reason})") from None
+        except TimeoutError:
+            raise TransportError(self.host, f"connect to {self._bastion_name(hop)} timed out after "
+                                 f"{self.connect_timeout:g}s") from None
+        except (OSError, asyncssh.Error) as e:
+            raise TransportError(self.host, f"cannot connect to {self._bastion_name(hop)}: {_describe(e)}") from None
+        if via is not None:
+            conn.set_tunnel(via)  # closing the last hop closes the chain
+        return conn
+
+    async def _open_chain(self, hops: list[Hop]) -> asyncssh.SSHClientConnection | None:
+        """Connect every jump host in order, each through the one before; None without hops."""
+        via: asyncssh.SSHClientConnection | None = None
+        try:
+            for hop in hops:
+                via = await self._connect_hop(hop, via)
+        except BaseException:
+            if via is not None:
+                via.close()
+            raise
+        return via
 
     async def connect(self) -> None:
         await self.close()
+        kw = self.connect_kwargs()
+        via = await self._open_chain(await self.jump_hops())
         try:
-            conn = await asyncssh.connect(self.config.address, **self.connect_kwargs())
+            conn = await self._connect_target(via, kw)
+        except BaseException:
+            if via is not None:
+                via.close()
+            raise
+        if via is not None:
+            conn.set_tunnel(via)  # closed with the connection
+        self._conn = conn
+        self._forwards = {}
+        self._channels = 0
+        self._generation += 1
+
+    async def _connect_target(self, via: asyncssh.SSHClientConnection | None,
+                              kw: dict[str, Any]) -> asyncssh.SSHClientConnection:
+        try:
+            return await asyncssh.connect(self.config.address, tunnel=via, **kw)
         except asyncssh.HostKeyNotVerifiable as e:
             raise await self._host_key_error(e) from None
         except asyncssh.PermissionDenied as e:
@@ -137,43 +233,59 @@ class SshTransport:
                                  f"{self.connect_timeout:g}s") from None
         except (OSError, asyncssh.Error) as e:
             raise TransportError(self.host, f"cannot connect to {self.config.address}: {_describe(e)}") from None
-        self._conn = conn
-        self._forwards = {}
-        self._channels = 0
-        self._generation += 1
 
     async def fetch_host_key(self) -> HostKeyInfo:
-        """Fetch the server's key WITHOUT trusting it, and compare it with the trusted keys."""
-        kw = self.connect_kwargs()
-        opts = await asyncssh.SSHClientConnectionOptions.construct(
-            host=self.config.address, port=kw.get("port", ()), config=kw["config"], known_hosts=kw["known_hosts"],
-            connect_timeout=self.connect_timeout)
+        """The first key on the way that is not trusted yet (a bastion's before its target's), fetched
+        WITHOUT trusting it; when every one is trusted, the target's (known=True)."""
+        hops = await self.jump_hops()
+        via: asyncssh.SSHClientConnection | None = None
         try:
-            key = await asyncssh.get_server_host_key(
-                self.config.address, kw.get("port", ()), tunnel=kw.get("tunnel", ()), config=kw["config"],
-                options=opts)
-        except TimeoutError:
-            raise TransportError(self.host, f"fetching the host key of {self.config.address} timed out") from None
-        except (OSError, asyncssh.Error) as e:
-            raise TransportError(self.host, f"cannot fetch the host key of {self.config.address}: {_describe(e)}") from None
-        if key is None:
-            raise TransportError(self.host, "the server presented no host key")
-        name = opts.host_key_alias or opts.host
-        peer = await _resolve(opts.host, opts.port)
-        return describe_host_key(self.host, key, name, opts.port, peer, known_hosts_files(self.config))
+            for hop in hops:
+                files, opts = await self._hop_files(hop)
+                info = await self._fetch(opts, via, files, self._bastion_name(hop))
+                if not info.known:
+                    return info
+                via = await self._connect_hop(hop, via)
+            opts = await self._options(self.config.address, self.config.port, self.config.user)
+            return await self._fetch(opts, via, self._files(), self.host)
+        finally:
+            if via is not None:
+                via.close()
 
-    async def _host_key_error(self, err: asyncssh.HostKeyNotVerifiable) -> TransportError:
+    async def _fetch(self, opts: asyncssh.SSHClientConnectionOptions, via: asyncssh.SSHClientConnection | None,
+                     files: list[str], label: str) -> HostKeyInfo:
         try:
-            info = await self.fetch_host_key()
+            key = await asyncssh.get_server_host_key(opts.host, opts.port, tunnel=via, config=ssh_config_paths(),
+                                                     options=opts)
+        except TimeoutError:
+            raise TransportError(self.host, f"fetching the host key of {label} timed out") from None
+        except (OSError, asyncssh.Error) as e:
+            raise TransportError(self.host, f"cannot fetch the host key of {label}: {_describe(e)}") from None
+        if key is None:
+            raise TransportError(self.host, f"{label} presented no host key")
+        name = opts.host_key_alias or opts.host
+        peer = await _resolve(opts.host, opts.port) if via is None else opts.host
+        return describe_host_key(label, key, name, opts.port, peer, files,
+                                 bastion_for=None if label == self.host else self.host)
+
+    async def _host_key_error(self, err: asyncssh.HostKeyNotVerifiable, hop: Hop | None = None,
+                              via: asyncssh.SSHClientConnection | None = None) -> TransportError:
+        try:
+            if hop is None:
+                info, files_list = await self.fetch_host_key(), self._files()
+            else:
+                files_list, opts = await self._hop_files(hop)
+                info = await self._fetch(opts, via, files_list, self._bastion_name(hop))
         except TransportError as e:
             return TransportError(self.host, f"host key not verifiable ({err.reason}); and {e.message}")
-        files = ", ".join(known_hosts_files(self.config)) or "no known_hosts file"
+        files = ", ".join(files_list) or "no known_hosts file"
+        who = f"{info.pattern}, {info.host_name}" if info.bastion_for else info.pattern
         if info.changed:
-            msg = (f"HOST KEY CHANGED for {info.pattern}: it now presents {info.key_type} {info.fingerprint}, "
+            msg = (f"HOST KEY CHANGED for {who}: it now presents {info.key_type} {info.fingerprint}, "
                    f"which does not match {files}. This could be a man-in-the-middle attack. If the host was "
                    f"reinstalled, check the fingerprint out of band and run `dflash-console trust {self.host}`")
         else:
-            msg = (f"unknown host key for {info.pattern}: {info.key_type} {info.fingerprint}. If this is the "
+            msg = (f"unknown host key for {who}: {info.key_type} {info.fingerprint}. If this is the "
                    f"right machine, run `dflash-console trust {self.host}`")
         return HostKeyError(self.host, msg, info.fingerprint, key_line=info.key_line, changed=info.changed)
 
@@ -274,6 +386,16 @@ class SshTransport:
                 raise TransportError(self.host, f"cannot forward to {remote_host}:{remote_port}: {_describe(e)}") from None
             self._forwards[key] = listener
         return listener.get_port()
+
+
+def _trust_set(files: list[str]) -> asyncssh.SSHKnownHosts | bytes:
+    """The trusted keys of files; b"" (nothing trusted, every key unknown) when there are none."""
+    return load_known_hosts(files) if files else b""
+
+
+def _jump_of(opts: asyncssh.SSHClientConnectionOptions) -> str | None:
+    tunnel = getattr(opts, "tunnel", None)
+    return tunnel if isinstance(tunnel, str) else None
 
 
 async def _resolve(host: str, port: int) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,11 +19,30 @@ def console_known_hosts() -> Path:
     return user_config_dir() / "known_hosts"
 
 
-def known_hosts_files(host: Host) -> list[str]:
-    """The host's known_hosts files (default OpenSSH's) plus the console's trust file, existing ones only."""
-    files = host.known_hosts_files() or [OPENSSH_KNOWN_HOSTS]
+class KnownHostsMissing(Exception):
+    """A known_hosts file named in hosts.toml is missing or unreadable: an error, never a fallback."""
+
+    def __init__(self, path: str, why: str) -> None:
+        self.path = path
+        super().__init__(f"known_hosts file {path} (named in hosts.toml) {why}")
+
+
+def known_hosts_files(host: Host, extra: Iterable[str] = ()) -> list[str]:
+    """The host's known_hosts files (default OpenSSH's), `extra` and the console's trust file.
+
+    A file hosts.toml names must exist (KnownHostsMissing otherwise: falling back to
+    ~/.ssh/known_hosts would trust keys the operator meant to exclude); the default, the extras and
+    the console's own file are used when present."""
+    named = host.known_hosts_files()
+    for f in named:
+        p = os.path.expanduser(f)
+        if not os.path.exists(p):
+            raise KnownHostsMissing(f, "does not exist")
+        if not os.path.isfile(p) or not os.access(p, os.R_OK):
+            raise KnownHostsMissing(f, "is not a readable file")
+    files = named or [OPENSSH_KNOWN_HOSTS]
     out: list[str] = []
-    for f in [*files, str(console_known_hosts())]:
+    for f in [*files, *extra, str(console_known_hosts())]:
         p = os.path.expanduser(f)
         if p not in out and os.path.isfile(p) and os.access(p, os.R_OK):
             out.append(p)
@@ -53,10 +73,12 @@ class HostKeyInfo:
     """The presented key is already trusted."""
     changed: bool
     """Other keys are trusted for this host, but not this one."""
+    bastion_for: str | None = None
+    """Set for a ProxyJump hop: the host it leads to (trusting it lets `trust` go on to the next hop)."""
 
 
 def describe_host_key(host_name: str, key: asyncssh.SSHKey, address: str, port: int,
-                      peer_addr: str, files: list[str]) -> HostKeyInfo:
+                      peer_addr: str, files: list[str], bastion_for: str | None = None) -> HostKeyInfo:
     """Compare a fetched key with the trusted ones for address (and its IP) at port."""
     pattern = host_pattern(address, port)
     public = key.export_public_key("openssh").decode().split()
@@ -65,7 +87,7 @@ def describe_host_key(host_name: str, key: asyncssh.SSHKey, address: str, port: 
     return HostKeyInfo(
         host_name=host_name, pattern=pattern, key_type=key.get_algorithm(),
         fingerprint=key.get_fingerprint("sha256"), key_line=f"{pattern} {public[0]} {public[1]}",
-        known=known, changed=bool(trusted) and not known,
+        known=known, changed=bool(trusted) and not known, bastion_for=bastion_for,
     )
 
 
