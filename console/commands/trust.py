@@ -30,21 +30,23 @@ def run(args: argparse.Namespace) -> int:
     if host.transport == "local":
         print(f"{args.host}: local host, no SSH key to trust")
         return EXIT_TRUSTED
-    try:
-        info = asyncio.run(SshTransport(args.host, host).fetch_host_key())
-    except TransportError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_UNREACHABLE
-    _show(info)
-    if info.known:
-        print("already trusted")
-        return EXIT_TRUSTED
-    if not args.yes and not _confirm(info):
-        print("not trusted")
-        return EXIT_DECLINED
-    path = add_trusted(info.key_line)
-    print(f"trusted: added to {path}")
-    return EXIT_TRUSTED
+    while True:  # a ProxyJump bastion's key comes first; once trusted, the next hop's, then the host's
+        try:
+            info = asyncio.run(SshTransport(args.host, host).fetch_host_key())
+        except TransportError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_UNREACHABLE
+        _show(info)
+        if info.known:
+            print("already trusted")
+            return EXIT_TRUSTED
+        if not args.yes and not _confirm(info):
+            print("not trusted")
+            return EXIT_DECLINED
+        path = add_trusted(info.key_line)
+        print(f"trusted: added to {path}")
+        if info.bastion_for is None:
+            return EXIT_TRUSTED
 
 
 def _show(info: HostKeyInfo) -> None:
