@@ -30,12 +30,16 @@ def run(args: argparse.Namespace) -> int:
     if host.transport == "local":
         print(f"{args.host}: local host, no SSH key to trust")
         return EXIT_TRUSTED
+    added: set[str] = set()
     while True:  # a ProxyJump bastion's key comes first; once trusted, the next hop's, then the host's
         try:
             info = asyncio.run(SshTransport(args.host, host).fetch_host_key())
         except TransportError as e:
             print(f"error: {e}", file=sys.stderr)
             return EXIT_UNREACHABLE
+        if info.key_line in added:  # trusted a moment ago yet still unknown: never loop on it
+            print(f"error: {info.host_name}: the key just trusted is still not accepted", file=sys.stderr)
+            return EXIT_DECLINED
         _show(info)
         if info.known:
             print("already trusted")
@@ -44,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
             print("not trusted")
             return EXIT_DECLINED
         path = add_trusted(info.key_line)
+        added.add(info.key_line)
         print(f"trusted: added to {path}")
         if info.bastion_for is None:
             return EXIT_TRUSTED
