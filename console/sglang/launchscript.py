@@ -74,6 +74,7 @@ def launch_script(plan: LaunchPlan, meta_dir: str, lock_file: str, lock_token: s
     leaves no server (the gate never saw meta.json)."""
     log_dir = plan.log_path.rsplit("/", 1)[0] if "/" in plan.log_path else "."
     return "\n".join([
+        f"# dflash-console: launch {_comment(plan.replica.name)} (setsid nohup, gated on meta.json; secrets on stdin)",
         "umask 077",
         f"d={shell_path(meta_dir)}; lk={shell_path(lock_file)}",
         "fail() { printf 'dflash-console: %s\\n' \"$1\" >&2; rm -f \"$d/" + SECRET_ENV_FILE + "\"; exit \"$2\"; }",
@@ -95,6 +96,11 @@ def launch_script(plan: LaunchPlan, meta_dir: str, lock_file: str, lock_token: s
         'cat "$d/meta.json" >> "$d/history.jsonl" 2>/dev/null',
         'echo "$pid"; date +%s.%N',
     ])
+
+
+def _comment(text: str) -> str:
+    """Text safe inside a one-line shell comment."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def meta_body(doc: str) -> str:
