@@ -1,15 +1,26 @@
-"""`dflash-console --demo`: the real console on a temporary sim fleet — UI first, fleet brought up behind it."""
+"""`dflash-console --demo`: the real console on a temporary sim fleet — UI first, fleet brought up behind it.
+
+The demo is its own: its journal, bench history and exports live in its temp dir (never the user's state
+dir), its ports are claimed against every other demo on the machine, and closing the terminal (SIGHUP) or
+SIGTERM cleans up as quitting does.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import fcntl
+import json
 import os
 import shutil
+import signal
 import socket
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from console.config import Fleet
@@ -29,9 +40,9 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def with_free_ports(fleet: Fleet) -> Fleet:
-    """Moves each preset to ports nobody on this machine holds (sim hosts share the local port space)."""
-    taken: set[int] = set()
+def with_free_ports(fleet: Fleet, claimed: set[int] | None = None) -> Fleet:
+    """Moves each preset to ports nobody on this machine holds or has claimed (sim hosts share the local port space)."""
+    taken: set[int] = set(claimed or ())
     presets = {}
     for name, p in fleet.presets.items():
         n = len(p.port) if isinstance(p.port, list) else max(1, len(p.gpus) // (p.tp or len(p.gpus)))
@@ -43,12 +54,69 @@ def with_free_ports(fleet: Fleet) -> Fleet:
     return fleet.model_copy(update={"presets": presets})
 
 
+def fleet_ports(fleet: Fleet) -> set[int]:
+    return {q for p in fleet.presets.values() for q in (p.port if isinstance(p.port, list) else
+            range(p.port, p.port + max(1, len(p.gpus) // (p.tp or len(p.gpus)))))}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class PortClaims:
+    """Ports each running demo on this machine chose, in one JSON file under an flock.
+
+    A bind test alone lets two demos started together pick the same ports (neither listens yet); a claim
+    of a demo whose process is gone is free again."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or Path(tempfile.gettempdir()) / f"dflash-console-demo-ports-{os.getuid()}.json"
+        self.key = f"{os.getpid()}:{id(self)}"
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[dict[str, Any]]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                claims = json.loads(self.path.read_text()) if self.path.exists() else {}
+            except (OSError, ValueError):
+                claims = {}
+            claims = {k: v for k, v in claims.items() if isinstance(v, dict) and _alive(int(k.split(":")[0]))}
+            yield claims
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(claims))
+            os.replace(tmp, self.path)
+
+    def claim(self, fleet: Fleet, root: Path) -> Fleet:
+        """The fleet moved to ports free here and claimed by no other demo; the claim is recorded at once."""
+        with self._locked() as claims:
+            others = {int(q) for k, v in claims.items() if k != self.key for q in v.get("ports", ())}
+            moved = with_free_ports(fleet, others)
+            claims[self.key] = {"ports": sorted(fleet_ports(moved)), "root": str(root)}
+        return moved
+
+    def release(self) -> None:
+        with contextlib.suppress(OSError), self._locked() as claims:
+            claims.pop(self.key, None)
+
+
 class DemoFleet:
     """Owns the temp sim dir: builds it, launches the opening servers, crashes on request, cleans up."""
 
     def __init__(self, *, time_scale: float = 0.25, read_only: bool = False, root: str | None = None,
                  autostart: bool = True) -> None:
         self.root = Path(root or tempfile.mkdtemp(prefix="dfc-demo-"))
+        self.state_dir = self.root / "state"
+        """The demo's own state dir (journal, bench history, exports): never the user's."""
+        self.claims = PortClaims()
+        self._cleaned = False
         self.time_scale = time_scale
         self.read_only = read_only
         self.autostart = autostart
@@ -59,11 +127,13 @@ class DemoFleet:
         """Builds the sim hosts (in a thread: file IO) and returns a controller over them."""
         from console.config import load_fleet
         from console.fleet.controller import FleetController
+        from console.fleet.journal import Journal
         from console.sim.fleet import sim_up
 
         path = await asyncio.to_thread(sim_up, self.root, ("ct129", "blackwell"), self.time_scale)
-        fleet = with_free_ports(load_fleet(path))
-        self.api = FleetController(fleet, read_only=self.read_only)
+        fleet = await asyncio.to_thread(self.claims.claim, load_fleet(path), self.root)
+        self.api = FleetController(fleet, read_only=self.read_only,
+                                   journal=Journal(self.state_dir / "journal.jsonl"))
         return self.api
 
     async def after_start(self, api: FleetApi) -> None:
@@ -113,14 +183,58 @@ class DemoFleet:
         await asyncio.to_thread(inject, self.host_dir(m.host), key, "crash", kind="cuda-assert")
 
     def cleanup(self) -> None:
-        """Stops every sim process and removes the temp tree."""
+        """Stops every sim process, releases the ports and removes the temp tree (safe to call again)."""
         for t in self._tasks:
             t.cancel()
         from console.sim.fleet import sim_down
 
         with contextlib.suppress(Exception):
             sim_down(self.root)
+        if not self._cleaned:
+            self._cleaned = True
+            self.claims.release()
         shutil.rmtree(self.root, ignore_errors=True)
+        for _ in range(3):  # the console's own monitor and tail loops on the sim hosts, and one-shot children
+            if not _kill_mentioning(self.root):  # forked while the others were being killed
+                break
+
+
+def _kill_mentioning(root: Path) -> int:
+    """SIGKILL every process (but this one) whose argv names a path under the demo's root: all of them are the
+    demo's (sim servers, and the monitor/tail loops the local transport started in their own sessions, which
+    outlive a console killed by a signal). Returns how many there were."""
+    marker = str(root.resolve()).encode() + b"/"
+    n = 0
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            if marker not in (d / "cmdline").read_bytes():
+                continue
+            os.kill(int(d.name), signal.SIGKILL)
+            n += 1
+        except (OSError, ValueError):
+            continue
+    return n
+
+
+EXIT_GRACE_S = 5.0
+"""After SIGTERM the console gets this long to restore the terminal and exit before it is ended hard."""
+
+
+def _on_exit_signal(demo: DemoFleet, signum: int, _frame: FrameType | None) -> None:
+    """SIGHUP (terminal closed) or SIGTERM: the sim and temp dir go first, as on quit, then the process.
+
+    SIGHUP leaves at once (no terminal is left to restore); SIGTERM unwinds the app so the terminal is
+    restored, with a hard exit after EXIT_GRACE_S in case unwinding hangs."""
+    demo.cleanup()
+    code = 128 + signum
+    if signum == signal.SIGHUP:
+        os._exit(code)
+    hard = threading.Timer(EXIT_GRACE_S, os._exit, (code,))
+    hard.daemon = True
+    hard.start()
+    raise SystemExit(code)
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -129,6 +243,9 @@ def run_demo(args: argparse.Namespace) -> int:
 
     scale = float(os.environ.get("DFC_DEMO_TIME_SCALE", "0.25"))
     demo = DemoFleet(read_only=bool(getattr(args, "read_only", False)), time_scale=scale)
+    os.environ["DFLASH_STATE_DIR"] = str(demo.state_dir)  # bench history and exports too: this process is the demo
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, lambda n, f: _on_exit_signal(demo, n, f))
     app = DflashApp(api_factory=demo.bring_up, demo=demo, read_only=demo.read_only,
                     theme=getattr(args, "theme", None))
     try:
