@@ -91,8 +91,10 @@ def record_kind(rec: dict[str, Any]) -> str:
     """`actions` (what a user or an action did: its commands and lifecycle) or `polling` (watching)."""
     if rec.get("kind") == "stream":
         return "polling"
+    if rec.get("op"):
+        return "actions"  # a step of a command or action (its commands, the server it launched being seen)
     if rec.get("kind") == "command":
-        return "actions" if rec.get("op") else "polling"
+        return "polling"
     return "polling" if rec.get("action") in POLLING_EVENTS else "actions"
 
 
