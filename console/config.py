@@ -7,6 +7,7 @@ file, line, column and field path, and `load_fleet` collects all of them before 
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import tomllib
@@ -25,6 +26,7 @@ APP_NAME = "dflash-console"
 CONSOLE_OWNED_FLAGS = ("--model-path", "--model", "--port", "--host", "--tp-size", "--tp")
 MAX_DEPTH = 16
 """Deepest nesting of arrays/inline tables accepted; a real hosts.toml needs 2 (tomllib recurses and dies near 300)."""
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 """What `env NAME=VALUE` can set: `"X=Y" = "v"` would silently set X to `Y=v`."""
 
@@ -169,7 +171,12 @@ class ConfigIssue:
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}:{self.column}"
-        return f"{where}: {self.severity}: {self.field or '(file)'}: {self.message}"
+        return _printable(f"{where}: {self.severity}: {self.field or '(file)'}: {self.message}")
+
+
+def _printable(text: str) -> str:
+    """Controls in a config's keys and values shown as `\\u001b`: an error line never drives the terminal."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in text)
 
 
 class ConfigError(Exception):
@@ -263,8 +270,9 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        else:  # a key holding control characters is shown escaped, never raw at a terminal
-            out += ("." if out else "") + (str(part) if str(part).isprintable() else repr(str(part)))
+        else:  # as TOML spells it: a key that is not bare is quoted, its controls escaped (never raw at a terminal)
+            key = str(part)
+            out += ("." if out else "") + (key if _BARE_KEY.fullmatch(key) else json.dumps(key))
     return out
 
 

@@ -65,7 +65,7 @@ def test_bad_host_env_names_all_reported_inline() -> None:
     text = '[hosts.h]\ntransport = "local"\nenv = { OK_1 = "a", "X=Y" = "b", "9" = "c" }\n'
     with pytest.raises(ConfigError) as ei:
         parse_fleet(text, "f.toml")
-    assert [(i.field, i.line) for i in ei.value.issues] == [("hosts.h.env.X=Y", 3), ("hosts.h.env.9", 3)]
+    assert [(i.field, i.line) for i in ei.value.issues] == [('hosts.h.env."X=Y"', 3), ("hosts.h.env.9", 3)]
     assert ei.value.issues[0].column < ei.value.issues[1].column
 
 
