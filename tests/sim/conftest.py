@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from console.config import Fleet, load_fleet
-from console.sglang.command import plan_launch
+from console.sglang.command import launch_command, plan_launch
 from console.sim.fleet import sim_down, sim_up
 from console.sim.state import proc_start_ticks
 from tests.shared_samples import SAMPLES
@@ -91,7 +91,9 @@ def launch(hosts_toml: Path, preset: str, *, args: list[str] | None = None, drop
     upd.update(update or {})
     fleet = fleet.model_copy(update={"presets": {**fleet.presets, preset: p.model_copy(update=upd)}})
     plan = plan_launch(fleet, preset, f"t{time.monotonic_ns()}", gpus)[0]
-    out = subprocess.run(["/bin/sh", "-c", plan.command], capture_output=True, text=True, check=True, timeout=10)
+    # the whole argv and env, secrets included (plan.command leaves them to the console's 0600 files)
+    cmd = launch_command(plan.argv, plan.env, plan.log_path)
+    out = subprocess.run(["/bin/sh", "-c", cmd], capture_output=True, text=True, check=True, timeout=10)
     return Launched(int(out.stdout.split()[-1]), Path(plan.log_path), plan.replica.port, fleet)
 
 
