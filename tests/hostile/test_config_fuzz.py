@@ -37,22 +37,32 @@ def toml_key(k: str) -> str:
     return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else toml_str(k)
 
 
-def scalar() -> st.SearchStrategy[str]:
+def _scalar() -> st.SearchStrategy[str]:
     return st.one_of(
         TEXT.map(toml_str), st.integers(-2**70, 2**70).map(str), st.sampled_from(["true", "false", "1.5", "-0.0",
         "inf", "nan", "1979-05-27T07:32:00Z", "0x1F", "1_000", "30000", "0", "[0, 1]", "[0, 0]", '"local"',
         '"ssh"', '"tunnel"', '"direct"', '"h0"', '["--tp", "2"]', '{ "X=Y" = "v" }', '{ HF_TOKEN = "t" }']))
 
 
+def _array(xs: list[str]) -> str:
+    return "[" + ", ".join(xs) + "]"
+
+
+def _table(kv: list[tuple[str, str]]) -> str:
+    return "{ " + ", ".join(f"{toml_key(k)} = {v}" for k, v in dict(kv).items()) + " }"
+
+
+SCALAR = _scalar()
+_VALUES = [SCALAR]
+for _ in range(2):  # built once: fresh strategies per draw cost hypothesis more than the checks themselves
+    _inner = _VALUES[-1]
+    _VALUES.append(st.one_of(SCALAR, SCALAR, st.lists(_inner, max_size=3).map(_array),
+                             st.lists(st.tuples(KEY, _inner), max_size=3).map(_table)))
+
+
 def value(depth: int) -> st.SearchStrategy[str]:
-    """A TOML value text; arrays and inline tables nest up to `depth`."""
-    if depth <= 0:
-        return scalar()
-    inner = value(depth - 1)
-    return st.one_of(
-        scalar(), scalar(), st.lists(inner, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
-        st.lists(st.tuples(KEY, inner), max_size=3).map(
-            lambda kv: "{ " + ", ".join(f"{toml_key(k)} = {v}" for k, v in dict(kv).items()) + " }"))
+    """A TOML value text; arrays and inline tables nest up to `depth` (0..2)."""
+    return _VALUES[depth]
 
 
 def deep(n: int, kind: str) -> str:
@@ -164,4 +174,4 @@ def test_config_fuzz_reached_both_outcomes() -> None:
     """The generator must produce valid fleets and broken ones, or the fuzz above proves little."""
     if _N["n"] == 0:
         pytest.skip("run with test_config_fuzz_never_tracebacks")
-    assert _N["ok0"] >= 5 and _N["ok2"] >= 100, _N
+    assert _N["ok0"] >= _N["n"] // 100 + 1 and _N["ok2"] >= _N["n"] // 2, _N
