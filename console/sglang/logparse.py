@@ -122,22 +122,21 @@ class LogParser(StartupLines):
 
     # --- per line ---------------------------------------------------------------------------------
 
-    def _line(self, line: str) -> None:
+    def _line(self, line: str, hdr: Header | None = None) -> None:
+        """One line; `hdr` given: a record whose header was printed some other way (a Python logging prefix)."""
         self.lines += 1
-        hdr = parse_header(line) if line[:1] == "[" or line.find("[", 0, 160) >= 0 else None
         if hdr is None:
-            self._bare(line)
-            return
-        if hdr.start:
-            pre = line[:hdr.start]
-            if "%|" in pre or "% Completed" in pre:
-                self._bar(pre)
-            elif self._prefix is None or not self._prefix.match(pre):
-                self._prefix = learn_prefix(pre)
-        self._record_line(hdr, line[hdr.end:], line)
-
-    def _record_line(self, hdr: Header, msg: str, line: str) -> None:
-        """One SGLang record (a header and its message), however the header was printed."""
+            hdr = parse_header(line) if line[:1] == "[" or line.find("[", 0, 160) >= 0 else None
+            if hdr is None:
+                self._bare(line)
+                return
+            if hdr.start:
+                pre = line[:hdr.start]
+                if "%|" in pre or "% Completed" in pre:
+                    self._bar(pre)
+                elif self._prefix is None or not self._prefix.match(pre):
+                    self._prefix = learn_prefix(pre)
+        msg = line[hdr.end:]
         self.sglang_lines += 1
         if hdr.ts is not None:
             self.ts = hdr.ts
@@ -168,12 +167,17 @@ class LogParser(StartupLines):
         """A line without SGLang's header: a wrapper's prefix, a traceback line, a bar, an abort, uvicorn's own output."""
         s = line
         c = s[:1]
-        if c != " " and c != "\t" and c:
-            u = unwrap(s)
+        if c == " " or c == "\t":
+            if self._tb.block is not None:  # a traceback's frames: the bulk of bare lines, nothing else to look for
+                self._tb.add(s)
+                return
+        elif c:
+            u = unwrap(s) if (c == "[" or c == "(" or c.isdigit() or "]<std" in s[:64]) else None
             if u is not None:
                 s, ts = u
                 if ts is not None:
-                    self._record_line(Header(ts, "", 0, 0), s, line)
+                    self.lines -= 1
+                    self._line(s, Header(ts, "", 0, 0))
                     return
             elif " | " in s[:48] or "  |" in s[:48]:
                 m = _COMPOSE.match(s)
@@ -287,7 +291,8 @@ class LogParser(StartupLines):
         if msg.startswith("INFO:"):
             body = msg[5:].lstrip()
             if '"' in body and "HTTP/" in body:
-                self._access(body)
+                if self._http is Phase.LAUNCHING or self._http is Phase.WARMING:
+                    self._access(body)
                 return
             if body.startswith("Uvicorn running on"):
                 self.facts.listen_url = lf.listen_url(body)

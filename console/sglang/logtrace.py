@@ -58,7 +58,7 @@ class Tracebacks:
             self._exception(b, s)
             if s.startswith("KeyboardInterrupt"):
                 self.interrupted = True
-        elif (c == " " or c == "w") and s.lstrip().startswith("what():"):
+        elif c == " " and s.startswith("  what():"):
             self._exception(b, s.strip())  # a C++ exception's message (`terminate called ...` then `  what():  ...`)
 
     def _exception(self, b: CrashInfo, s: str) -> None:
