@@ -14,10 +14,13 @@ from console.ui.screens.help import HelpScreen
 from console.ui.widgets.host_band import HostHeader
 from tests.faults import results
 from tests.faults.simfleet import build_sim_fleet, controller
+from tests.fixtures.slowdown import SlowdownMeter
 
 KEY_LIMIT_S = 0.2
 KEY_WORST_S = 0.5
-"""Every key within 500 ms, nine in ten within 200 ms: CI shares two cores with the sim hosts and sshd."""
+"""Every key within 500 ms, nine in ten within 200 ms, on an idle machine; each limit is scaled by the machine's
+slowdown measured over the same window (`SlowdownMeter`), so a busy CI box tightens nothing and loosens only as
+much as it is really slower. A loop blocked by a hanging connect (10 s) fails at any load."""
 WARMUP_S = 2.0
 WATCH_S = 13.0
 """Longer than the SSH connect timeout (10 s), so the black-holed host has failed at least once."""
@@ -32,7 +35,7 @@ async def _key_latency(app: DflashApp, key: str, answered) -> float:  # type: ig
     assert app._driver is not None
     k0 = time.monotonic()
     app._driver.send_message(events.Key(key, "?" if key == "question_mark" else None))
-    while not answered() and time.monotonic() - k0 < 3:
+    while not answered() and time.monotonic() - k0 < 10:
         await asyncio.sleep(0.005)
     return time.monotonic() - k0
 
@@ -59,13 +62,20 @@ async def test_unreachable_hosts_stay_apart_and_ui_answers(ssh_host_factory, sim
     seen: dict[str, set[str]] = {}
     keys: list[float] = []
     t0 = time.monotonic()
+    meter = SlowdownMeter().__enter__()
     try:
         async with app.run_test(size=(140, 44)):
             good = ctl.state.hosts["good"]
             first_sample = None
             samples: set[float] = set()
-            end = time.monotonic() + WATCH_S
-            while time.monotonic() < end:
+            start = time.monotonic()
+            next_key = 0.0
+
+            def watching() -> bool:  # the full window, and on a slow machine until enough was seen (at most 4×)
+                t = time.monotonic() - start
+                return t < WATCH_S or (t < 4 * WATCH_S and (len(keys) < 8 or len(samples) < WATCH_S / 2))
+
+            while watching():
                 t = time.monotonic()
                 await asyncio.sleep(0.05)
                 if time.monotonic() - t0 > WARMUP_S:  # app start-up (first screen, imports) is not a freeze
@@ -75,15 +85,19 @@ async def test_unreachable_hosts_stay_apart_and_ui_answers(ssh_host_factory, sim
                     first_sample = first_sample or time.monotonic()
                 for n in ctl.state.hosts:
                     seen.setdefault(n, set()).add(_header_text(app, n))
-                if lags and len(lags) % 20 == 0:  # about once a second: a key must be answered within 200 ms
+                if lags and time.monotonic() >= next_key:  # once a second: a key must be answered within 200 ms
+                    next_key = time.monotonic() + 1.0
                     keys.append(await _key_latency(app, "question_mark", lambda: isinstance(app.screen, HelpScreen)))
                     await _key_latency(app, "escape", lambda: not isinstance(app.screen, HelpScreen))
             states = {n: (h.conn, h.last_error or "") for n, h in ctl.state.hosts.items()}
             headers = {n: _header_text(app, n) for n in ctl.state.hosts}
     finally:
+        meter.__exit__()
         await ctl.close()
+    slow = meter.result
+    key_p90_limit, key_worst_limit = KEY_LIMIT_S * slow.p90, KEY_WORST_S * slow.worst
     checks = {
-        "good host keeps updating": states["good"][0] == "up" and len(samples) >= WATCH_S / 2 - 2,
+        "good host keeps updating": states["good"][0] == "up" and len(samples) >= WATCH_S / 2,
         "black hole: shown failing": states["hole"][0] != "up" and any(
             "timed out" in t or "cannot connect" in t for t in seen["hole"]),
         "refused: down, says refused": states["refused"][0] == "down" and (
@@ -92,17 +106,21 @@ async def test_unreachable_hosts_stay_apart_and_ui_answers(ssh_host_factory, sim
         and "dflash-console trust stranger" in states["stranger"][1],
         "fingerprint on screen": any("SHA256:" in t and "down" in t for t in seen["stranger"]),
         "refusal on screen": any("Connect call failed" in t or "refused" in t.lower() for t in seen["refused"]),
-        "keys answered within 200 ms": len(keys) >= 5 and _p90(keys) <= KEY_LIMIT_S and max(keys) <= KEY_WORST_S,
+        "keys answered within 200 ms (× slowdown)": len(keys) >= 5 and _p90(keys) <= key_p90_limit
+        and max(keys) <= key_worst_limit,
     }
     dt = time.monotonic() - t0
     for i, (what, ok) in enumerate(checks.items()):
         figs = {"max_key_s": max(keys, default=-1), "p90_key_s": _p90(keys) if keys else -1,
-                "max_loop_lag_s": max(lags, default=-1)} if what.startswith("keys") else {}
+                "max_loop_lag_s": max(lags, default=-1), "slowdown_p90": round(slow.p90, 2),
+                "slowdown_worst": round(slow.worst, 2)} if what.startswith("keys") else {}
         results.record("faults", f"unreachable hosts: {what}", 0, ok, dt if i == 0 else 0.0,
                        "" if ok else f"states {states}; headers {headers}", **figs)
     bad = [w for w, ok in checks.items() if not ok]
-    assert not bad, f"{bad}: states {states}; headers {headers}; keys {[round(k, 3) for k in keys]}"
-    assert max(lags) < KEY_WORST_S, f"event loop stalled {max(lags):.3f}s"
+    assert not bad, (f"{bad}: states {states}; headers {headers}; keys {[round(k, 3) for k in keys]}; "
+                     f"slowdown p90 {slow.p90:.2f} worst {slow.worst:.2f}")
+    assert max(lags) < key_worst_limit, (f"event loop stalled {max(lags):.3f}s (limit {KEY_WORST_S} s × slowdown "
+                                         f"{slow.worst:.2f})")
 
 
 async def test_retrying_host_still_says_why() -> None:
