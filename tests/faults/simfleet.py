@@ -25,6 +25,7 @@ from console.sim.control import inject
 from console.sim.hostdir import build_host
 from console.sim.spec import CT129_SPEC, SimHostSpec
 from tests.fixtures.sshhosts import SshTestHost
+from tests.patience import patient
 
 SCALE = 0.03
 """Sim startup time scale: a full launch -> ready walk in about a second."""
@@ -146,11 +147,12 @@ def preset_toml(name: str, host: SimHost, *, gpus: str = "[0]", port: int = 3000
                 env: str = "{}", model: str | None = None, extra: str = "") -> str:
     model = model if model is not None else json.dumps(host.model())
     return (f'[presets.{name}]\nhost = "{host.name}"\ngpus = {gpus}\nmodel = {model}\nport = {port}\n'
-            f"args = {args}\nenv = {env}\nready_timeout = 30\n{extra}\n")
+            f"args = {args}\nenv = {env}\nready_timeout = 120\n{extra}\n")
 
 
 async def wait_for(pred: Callable[[], Any], timeout: float, what: str = "condition", every: float = 0.05) -> Any:
-    """Poll `pred` on the event loop until truthy; AssertionError naming `what` after `timeout`."""
+    """Poll `pred` on the event loop until truthy; AssertionError naming `what` after `timeout` × PATIENCE."""
+    timeout = patient(timeout)
     deadline = time.monotonic() + timeout
     while True:
         v = pred()

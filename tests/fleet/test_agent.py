@@ -11,6 +11,7 @@ from pathlib import Path
 
 from console.fleet.agent import agent_procs_command, agent_tail_command
 from console.fleet.logtail import Chunk, FrameReader
+from tests.patience import patient
 
 
 class Reader:
@@ -31,7 +32,7 @@ class Reader:
         return b"".join(self.reads)
 
     def wait_for(self, pred: object, timeout: float = 10.0) -> None:
-        end = time.monotonic() + timeout
+        end = time.monotonic() + patient(timeout)
         while not pred():  # type: ignore[operator]
             assert time.monotonic() < end, f"agent output so far: {self.data()[-2000:]!r}"
             time.sleep(0.01)

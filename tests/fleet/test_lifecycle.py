@@ -7,10 +7,11 @@ import time
 
 from console.sglang.client import SGLangClient
 from tests.fleet.conftest import make_fleet, preset_toml
+from tests.patience import patient
 
 
 async def wait_for(pred, timeout: float = 20.0, step: float = 0.1):
-    end = time.monotonic() + timeout
+    end = time.monotonic() + patient(timeout)
     while time.monotonic() < end:
         v = pred()
         if v:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.patience import patient
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
 
@@ -20,7 +22,7 @@ def capture(tmux: list[str]) -> str:
 
 
 def wait_for(tmux: list[str], needle: str, timeout: float) -> str:
-    end = time.monotonic() + timeout
+    end = time.monotonic() + patient(timeout)
     screen = ""
     while time.monotonic() < end:
         screen = capture(tmux)
