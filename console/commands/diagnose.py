@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
-    unreadable = crashed = False
+    unreadable = crashed = foreign = False
     process = None
     if args.exit_status is not None or args.signal is not None or args.stopped:
         process = ProcessFacts(exit_status=args.exit_status, signal=args.signal, stop_requested=args.stopped)
@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         summary, diag = diagnose_text(data, process)
         crashed = crashed or summary.crashed
+        foreign = foreign or not summary.sglang_lines
         rec = to_record(name, summary, diag)
         results.append(rec)
         if not args.json:
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(results[0] if len(args.logs) == 1 else results, indent=2))
     if unreadable:
         return 2
-    return 1 if crashed else 0
+    return 1 if crashed or foreign else 0
 
 
 def _read(path: Path) -> bytes:
@@ -65,15 +66,16 @@ def _read(path: Path) -> bytes:
 def to_record(name: str, s: LogSummary, d: Diagnosis | None) -> dict[str, Any]:
     """The stable JSON shape (documented in the README)."""
     f = s.facts
+    sglang = s.sglang_lines > 0
     return {
         "file": name,
-        "phase": s.phase.value,
+        "phase": s.phase.value if sglang else None,
         "draft": s.draft,
         "shards": {"done": s.shards.done, "total": s.shards.total} if s.shards else None,
         "cuda_graphs": {"done": s.graphs.done, "total": s.graphs.total} if s.graphs else None,
         "crashed": s.crashed,
         "cause": d.cause if d else None,
-        "summary": d.summary if d else _ok_summary(s),
+        "summary": d.summary if d else _ok_summary(s) if sglang else f"no SGLang log line in this file ({s.lines} lines read)",
         "hint": d.hint if d else None,
         "error_line": d.error_line if d else None,
         "gen_throughput": s.stats.gen_throughput,
@@ -87,6 +89,7 @@ def to_record(name: str, s: LogSummary, d: Diagnosis | None) -> dict[str, Any]:
         "timeline": dict(s.timeline),
         "cold_start_s": s.cold_start_s,
         "lines": s.lines,
+        "sglang_log": sglang,
     }
 
 
@@ -97,6 +100,9 @@ def _ok_summary(s: LogSummary) -> str:
 
 
 def render(rec: dict[str, Any], s: LogSummary) -> str:
+    if not rec["sglang_log"]:
+        return (f"{rec['file']}: no SGLang log line found ({rec['lines']} lines read): not an SGLang server log, "
+                "or it is empty")
     out = [f"{rec['file']}: {rec['phase']}{' (draft model)' if rec['draft'] else ''}"]
     prog = []
     if rec["shards"]:

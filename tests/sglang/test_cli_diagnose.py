@@ -51,8 +51,25 @@ def test_unreadable_file_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_binary_garbage_does_not_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "junk.log"
     f.write_bytes(bytes(range(256)) * 50 + b"\x1b[31m" + b"x" * 2_000_000)
-    assert main(["diagnose", "--json", str(f)]) == 0
-    assert json.loads(capsys.readouterr().out)["phase"] == "launching"
+    assert main(["diagnose", "--json", str(f)]) == 1
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["phase"] is None and obj["sglang_log"] is False and not obj["crashed"]
+
+
+@pytest.mark.parametrize("text", ["", "hello\nworld\n", "pod-1:235:235 [1] NCCL INFO Channel 13/0 : 1[1] -> 2[2] via P2P/IPC\n",
+                                  "==========\n== CUDA ==\n==========\n\nCUDA Version 12.4.1\n"])
+def test_a_file_with_no_sglang_line_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> None:
+    """Issue 18 item 5: never "launching" for a file that is not an SGLang log; exit 1."""
+    f = tmp_path / "other.log"
+    f.write_text(text)
+    assert main(["diagnose", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert "no SGLang log line" in out and "launching" not in out
+    assert main(["diagnose", "--json", str(f)]) == 1
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["phase"] is None and obj["sglang_log"] is False and obj["cause"] is None
+    assert main(["diagnose", str(f), str(all_samples()[0])]) == 1  # one foreign file makes the run fail
+    capsys.readouterr()
 
 
 def test_process_facts_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
