@@ -15,7 +15,9 @@ MASK = "***"
 _SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd"})
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _SECRET_FLAG = r"--[A-Za-z0-9-]*(?:api-key|token|secret|password)"
-_VALUE = r"('[^']*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s'\"\\]+)"  # a quote cut off (a truncated line) still hides
+_VALUE = (r"('[^'\n\"]*'|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n\"\\]*|\"[^\"\n\\]*|[^\s'\"\\]+)")
+"""A value: quoted, or a quote cut off by truncation (up to the line's or the enclosing string's end), or bare.
+A '...' value stops at a `"`: inside a JSON string that is where the string ends."""
 # `--api-key VALUE`, `--api-key=VALUE`, with the value bare, '...' or "..." quoted
 _FLAG_RE = re.compile(rf"({_SECRET_FLAG})(=|\s+){_VALUE}", re.IGNORECASE)
 # `'--api-key=a b'` as shlex.quote writes a value holding spaces

@@ -112,6 +112,15 @@ def test_mask_patterns_and_non_secrets() -> None:
         assert mask(plain) == plain
 
 
+def test_masking_a_cut_off_quoted_secret_keeps_json_valid() -> None:
+    """Regression: a crash summary cut inside `api_key='...` made the masker eat the JSON string's end
+    (`status --json` was no longer JSON)."""
+    for indent in (None, 2):
+        doc = json.dumps({"summary": f"boom api_key='{API_KEY[:9]}", "hint": "use 'x' or \"y\""}, indent=indent)
+        out = mask(doc)
+        assert json.loads(out)["hint"] == "use 'x' or \"y\"" and API_KEY[:9] not in out, out
+
+
 def test_a_secret_split_by_an_escape_is_still_masked() -> None:
     assert API_KEY not in for_terminal("--api-key sk-dfc-\x1b[0mout9Zq2Lm4Pw")  # sanitised first, then masked
     assert "sk-dfc" not in for_terminal("api_key='sk-dfc-\x9b1mout9'")
