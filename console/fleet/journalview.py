@@ -65,7 +65,7 @@ def command_name(command: str) -> str:
     if not words:
         return "sh"
     prog = os.path.basename(words[0])
-    return f"{prog} -c" if "-c" in words[1:4] else prog
+    return f"{prog} -c" if "-c" in words[1:6] else prog
 
 
 @contextlib.contextmanager
