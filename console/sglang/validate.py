@@ -53,11 +53,18 @@ except BaseException as e:
 
 
 def validation_command(plan: LaunchPlan) -> str:
-    """`env CUDA_VISIBLE_DEVICES=.. K=V PY -c VALIDATOR ARGS...` for one replica's plan (shell-quoted)."""
-    env_words = [f"{k}={v}" for k, v in plan.env.items()]
+    """`env CUDA_VISIBLE_DEVICES=.. K=V PY -c VALIDATOR ARGS...` for one replica's plan (shell-quoted).
+
+    Secrets stay off the host's argv here too: secret env vars are left out and a secret flag's value is a
+    placeholder (argument validation does not depend on either)."""
+    public = bool(plan.public_argv)
+    env = plan.public_env if public else plan.env
+    args = [*plan.public_argv[3:], *(w for k in plan.secret_args for w in (f"--{k}", "dflash-redacted"))] \
+        if public else plan.sglang_args
+    env_words = [f"{k}={v}" for k, v in env.items()]
     py = shell_path(plan.python) if plan.python.startswith("~") else shlex.quote(plan.python)
     head = f"env {shlex.join(env_words)} " if env_words else ""
-    return f"{head}{py} -c {shlex.quote(VALIDATOR.strip())} {shlex.join(plan.sglang_args)}"
+    return f"{head}{py} -c {shlex.quote(VALIDATOR.strip())} {shlex.join(args)}"
 
 
 def validation_commands(fleet: Fleet, preset: str) -> list[str]:
