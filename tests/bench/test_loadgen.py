@@ -34,12 +34,12 @@ async def test_counts_usage_tokens_and_runs_every_level(fake: FakeSSEServer) -> 
     assert r.model == "fake" and r.fixed_output_len
     assert "api_key" not in r.server_info and r.server_info["tp_size"] == 1
     assert [lv.concurrency for lv in r.levels] == [1, 4]
-    assert [lv.requests for lv in r.levels] == [5, 20]
+    assert [lv.requests for lv in r.levels] == [2, 2]  # num_prompts is requests per level, exactly
     for lv in r.levels:
         assert lv.errors == 0 and lv.output_tokens == lv.requests * 12
         assert lv.ttft_p50_s is not None and lv.itl_p50_s is not None
-    assert seen[0] == (1, 0, 5) and seen[-1] == (4, 20, 20)
-    assert fake.requests == 1 + 25
+    assert seen[0] == (1, 0, 2) and seen[-1] == (4, 2, 2)
+    assert fake.requests == 1 + 4
 
 
 async def test_falls_back_to_counting_chunks_without_usage() -> None:
@@ -50,7 +50,7 @@ async def test_falls_back_to_counting_chunks_without_usage() -> None:
             lv = await g.run_level(2, 4)
     finally:
         srv.stop()
-    assert lv.requests == 10 and lv.output_tokens == 70
+    assert lv.requests == 4 and lv.output_tokens == 28  # 4 requests asked, 4 sent
 
 
 async def test_ignore_eos_rejected_turns_it_off() -> None:
