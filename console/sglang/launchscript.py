@@ -83,7 +83,7 @@ def launch_script(plan: LaunchPlan, meta_dir: str, lock_file: str, lock_token: s
         f'mkdir -p {shell_path(log_dir)} "$d" && chmod 700 "$d" || fail "cannot create $d" 73',
         'IFS= read -r body && IFS= read -r cfg || fail "launch input truncated" 65',
         f'cat > "$d/{SECRET_ENV_FILE}" || fail "cannot write $d/{SECRET_ENV_FILE} (disk full?)" 74',
-        f'[ "$(tail -n 1 "$d/{SECRET_ENV_FILE}")" = {END_MARK} ] || fail "launch input truncated" 65',
+        f'[ "$(tail -n 1 "$d/{SECRET_ENV_FILE}")" = {shlex.quote(END_MARK)} ] || fail "launch input truncated" 65',
         f'rm -f "$d/{SECRET_CONFIG_FILE}"',
         f'if [ -n "$cfg" ]; then printf \'%s\\n\' "$cfg" > "$d/{SECRET_CONFIG_FILE}" '
         f'|| fail "cannot write $d/{SECRET_CONFIG_FILE} (disk full?)" 74; fi',
