@@ -9,6 +9,7 @@ import pytest
 
 from console.transport import TransportError
 from console.transport.ssh import SshTransport
+from tests.patience import patient
 
 
 async def _connected(host, **kw) -> SshTransport:
@@ -59,8 +60,8 @@ async def test_dead_link_is_noticed_by_keepalive(ssh_host_factory) -> None:
     try:
         host.link_down()
         start = time.monotonic()
-        await asyncio.wait_for(t.wait_closed(), 5)
-        assert time.monotonic() - start < 4
+        await asyncio.wait_for(t.wait_closed(), patient(5))
+        assert time.monotonic() - start < patient(4)  # without keepalives: TCP's own timeout, many minutes
         assert not t.connected
         host.link_up()
         await t.connect()
@@ -76,7 +77,7 @@ async def test_blackhole_connect_times_out(ssh_host_factory) -> None:
     start = time.monotonic()
     with pytest.raises(TransportError, match="timed out") as ei:
         await t.connect()
-    assert time.monotonic() - start < 4 and ei.value.host == "hole"
+    assert time.monotonic() - start < patient(4) and ei.value.host == "hole"  # the OS's own: about 2 min
 
 
 async def test_refusing_port_fails_fast(ssh_host_factory) -> None:
@@ -84,7 +85,7 @@ async def test_refusing_port_fails_fast(ssh_host_factory) -> None:
     start = time.monotonic()
     with pytest.raises(TransportError, match="cannot connect"):
         await SshTransport("gone", gone.host_config()).connect()
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < patient(3)
 
 
 async def test_wrong_user_is_an_authentication_error(ssh_host) -> None:
