@@ -225,7 +225,7 @@ async def stop(ctl: FleetController, name: str) -> ActionOutcome:
     host = ctl.fleet.hosts[s.meta.host]
     d = shell_path(discovery.meta_dir(host, name))
     try:
-        await link.run(f"rm -f {d}/meta.json", timeout=15)
+        await link.run(f"rm -f {d}/meta.json {d}/{launchscript.SECRET_CONFIG_FILE}", timeout=15)  # and its key file
         free, msg = await confirm_gpus_free(ctl, s.meta)
     except TransportError as e:
         return ActionOutcome(False, str(e), [name])
