@@ -230,14 +230,14 @@ def run_checks(ctl: FleetController, preset_name: str, plans: list[LaunchPlan], 
                 elif (used_of.get(g) or 0) > GPU_BUSY_MIB:
                     checks.append(PreCheck("gpus free", False, f"GPU {g} has {used_of[g]} MiB in use "
                                            f"(> {GPU_BUSY_MIB} MiB) by no listed process"))
-        owner = owners.get(r.port)
-        if owner is not None and owner != r.name:
-            checks.append(PreCheck("port free", False, f"port {r.port} on {host} belongs to {owner}"
-                                   + ("" if r.port in f.listen else " (not listening yet)")))
-        elif r.port in f.listen:
+        owner = owners.get(r.port) if owners.get(r.port) != r.name else None
+        if r.port in f.listen:
             pid = f.listen[r.port]
-            who = describe_pid(ctl, host, pid, f.procs) if pid else "another process"
+            who = describe_pid(ctl, host, pid, f.procs) if pid else (owner or "another process")
             checks.append(PreCheck("port free", False, f"port {r.port} on {host} is in use by {who}"))
+        elif owner is not None:
+            checks.append(PreCheck("port free", False, f"port {r.port} on {host} belongs to {owner}, which is "
+                                   "still starting (a server listens once it has loaded)"))
         elif not f.ports_known:
             checks.append(PreCheck("port free", False, f"cannot list listening ports on {host} (no ss, no "
                                    "/proc/net/tcp)", blocking=False))
