@@ -95,3 +95,41 @@ async def test_launch_ready_crash_relaunch_stop_on_sim(tmp_path) -> None:  # typ
             await asyncio.sleep(0)
     finally:
         demo.cleanup()
+
+
+async def test_marked_gpus_launch_there_on_free_ports_on_sim(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """13.4 with the real controller: GPUs 2 and 3 of blackwell marked, the 4-replica qwen36-gen previews and
+    starts exactly two replicas there, each on a port the pre-check found free, both come up."""
+    demo = DemoFleet(root=str(tmp_path / "sim"), time_scale=0.1, autostart=False)
+    app = DflashApp(api_factory=demo.bring_up, demo=demo)
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until(pilot, lambda: app.api is not None and len(app.state.hosts) >= 2 and all(
+                h.conn == "up" and h.gpus for h in app.state.hosts.values()), what="both sim hosts up")
+            await pilot.pause(0.3)
+            for gpu in (2, 3):
+                next(p for p in app.screen.query(GpuPane) if p.host == "blackwell" and p.gpu == gpu).focus()
+                await pilot.pause()
+                await pilot.press("space")
+            await pilot.press("l")
+            await until(pilot, lambda: isinstance(app.screen, LaunchScreen), what="launch screen")
+            await pilot.pause()
+            opts = app.screen.query_one("OptionList")
+            assert opts.get_option_at_index(0).id == "qwen36-gen"
+            await pilot.press("enter")
+            await until(pilot, lambda: getattr(app.screen, "preview", None) is not None, 30, "preview")
+            pv = app.screen.preview
+            assert [p.replica.gpus for p in pv.plans] == [(2,), (3,)], pv.plans
+            assert not pv.blocked, [c.message for c in pv.checks]
+            ports = [p.replica.port for p in pv.plans]
+            assert len(set(ports)) == 2
+            await pilot.press("y")
+            names = [p.replica.name for p in pv.plans]
+            assert names == ["qwen36-gen@blackwell:gpu2", "qwen36-gen@blackwell:gpu3"]
+            await until(pilot, lambda: all(n in app.state.servers for n in names), 30, "both launched")
+            await until(pilot, lambda: all(app.state.servers[n].phase in ("ready", "serving") for n in names), 90,
+                        "both ready")
+            assert [app.state.servers[n].meta.port for n in names] == ports
+            assert not [s for s in app.state.servers.values() if s.meta.gpus in ((0,), (1,))]
+    finally:
+        demo.cleanup()
