@@ -64,24 +64,24 @@ def short_payload(tag: str) -> str:
         f" api_key='{API_KEY}' {HF_TOKEN}"
 
 
-def problems(where: str, text: str, tag: str, remote: bool = True) -> list[str]:
-    """Why `text` (what the path put out) is unsafe; also that it carried the payload at all.
-    `remote=False`: a path that prints no host text (only its secrets are checked)."""
-    out = []
-    if tag not in text:
-        out.append(f"{where}: the payload never reached this path (nothing checked)")
-    for s in SECRETS:
-        if s in text:
-            out.append(f"{where}: secret {s[:6]}… shown")
-    for m in BAD_CHAR.finditer(text):
-        out.append(f"{where}: control {m.group()!r} at {m.start()}: {text[max(0, m.start() - 30): m.start() + 10]!r}")
-        break
-    for i, name in enumerate(SEQUENCES):
-        if remote and name != "unterminated OSC" and tag in text and f"W{i:02d}" not in text:
-            out.append(f"{where}: the text after {name} was eaten")
+def check_path(where: str, text: str, tag: str, t0: float, *, escapes: bool = True, whole: bool = True) -> list[str]:
+    """Why `text` (what the path put out) is unsafe, recorded as a `secrets in output` trial and (for a path
+    that prints host text, `escapes`) a `terminal escapes` trial; both first need the payload to have arrived.
+    `whole=False`: the path shows a cut of the line (a crash cause), so words after each sequence are not checked."""
+    reached = [] if tag in text else [f"{where}: the payload never reached this path (nothing checked)"]
+    secret = [f"{where}: secret {s[:6]}… shown" for s in SECRETS if s in text]
     if "max_total_num_tokens=***" in text:
-        out.append(f"{where}: a non-secret (max_total_num_tokens) was masked")
-    return out
+        secret.append(f"{where}: a non-secret (max_total_num_tokens) was masked")
+    esc = [f"{where}: control {m.group()!r} at {m.start()}: {text[max(0, m.start() - 30): m.start() + 10]!r}"
+           for m in list(BAD_CHAR.finditer(text))[:1]]
+    if whole and tag in text:
+        esc += [f"{where}: the text after {name} was eaten" for i, name in enumerate(SEQUENCES)
+                if name != "unterminated OSC" and f"W{i:02d}" not in text]
+    dt = time.monotonic() - t0
+    results.record("hostile", f"secrets in output: {where}", 0, not (reached + secret), dt, "; ".join(reached + secret))
+    if escapes:
+        results.record("hostile", f"terminal escapes: {where}", 0, not (reached + esc), dt, "; ".join(reached + esc))
+    return reached + secret + esc
 
 
 # -- the two functions themselves --------------------------------------------------------------------
@@ -197,8 +197,7 @@ def test_tui_path(path: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     if not _TUI:
         _TUI.update(asyncio.run(_tui_outputs(tmp_path_factory.mktemp("exports"))))
     text, tag = _TUI[path]
-    probs = problems(path, text, tag)
-    results.record("hostile", f"output path: {path}", 0, not probs, time.monotonic() - t0, "; ".join(probs))
+    probs = check_path(path, text, tag, t0)
     assert not probs, probs
 
 
@@ -274,12 +273,12 @@ def test_cli_path(path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     remember([HF_TOKEN])  # the journal's writer learns it at launch (actions.remember_secrets)
     t0 = time.monotonic()
     text, tag = CLI_PATHS[path](tmp_path)
-    probs = problems(path, text, tag, remote=path != "CLI check")  # check prints config, not host text
+    remote = path != "CLI check"  # check prints config, not host text
+    probs = check_path(path, text, tag, t0, escapes=remote, whole=remote)
     if path == "CLI journal --json":
         probs += [f"{path}: not JSON lines after masking" for ln in text.splitlines() if not _is_json(ln)]
     if path == "CLI diagnose --json" and not _is_json(text):
         probs.append(f"{path}: not JSON after masking")
-    results.record("hostile", f"output path: {path}", 0, not probs, time.monotonic() - t0, "; ".join(probs))
     assert not probs, (probs, text[:600])
 
 

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults import results
 from tests.faults.simfleet import build_sim_fleet, preset_toml
-from tests.hostile.test_output_paths import API_KEY, HF_TOKEN, cli, payload, problems
+from tests.hostile.test_output_paths import API_KEY, HF_TOKEN, check_path, cli, payload
 
 
 def _append(log: Path, *lines: str) -> None:
@@ -55,8 +54,8 @@ def test_cli_logs_status_journal_over_sshd(ssh_host_factory, sim_root: Path, mon
     outs["CLI journal (after the launch)"] = (out + err, "setsid")
     failed = {}
     for where, (text, tag) in outs.items():
-        probs = problems(where, text, tag, remote=where == "CLI logs (over sshd)")  # a cause is one cut line
-        results.record("hostile", f"output path: {where}", 0, not probs, time.monotonic() - t0, "; ".join(probs))
+        probs = check_path(where, text, tag, t0, escapes=where != "CLI journal (after the launch)",
+                           whole=where == "CLI logs (over sshd)")  # a crash cause is one cut line
         if probs:
             failed[where] = probs
     assert not failed, failed
