@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import secrets
 import shlex
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from console.config import Host
@@ -95,34 +95,30 @@ def holder_command(host: Host, python: str, token: str, wait_s: float = WAIT_S, 
             f"{shlex.quote(token)} {wait_s:g} {lease_s:g}")
 
 
-async def _first_line(stream: RemoteStream, timeout: float) -> str:
+async def _read_line(stream: RemoteStream) -> str:
     buf = b""
-    async def read() -> str:
-        nonlocal buf
-        async for chunk in stream.chunks():
-            buf += chunk
-            if b"\n" in buf:
-                break
-        return buf.decode(errors="replace").split("\n", 1)[0].strip()
-    return await asyncio.wait_for(read(), timeout)
+    async for chunk in stream.chunks():
+        buf += chunk
+        if b"\n" in buf:
+            break
+    return buf.decode(errors="replace").split("\n", 1)[0].strip()
 
 
 @contextlib.asynccontextmanager
-async def hold(transport_stream: object, host_name: str, host: Host, *, wait_s: float = WAIT_S,
-               lease_s: float = LEASE_S) -> AsyncIterator[HeldLock]:
+async def hold(open_stream: Callable[[str], Awaitable[RemoteStream]], host_name: str, host: Host, *,
+               wait_s: float = WAIT_S, lease_s: float = LEASE_S) -> AsyncIterator[HeldLock]:
     """Hold the host's launch lock for the body; LockBusy when another launch keeps it past `wait_s`.
 
-    `transport_stream` is an async `stream(command)` callable (the host link's transport)."""
+    `open_stream` starts a long-lived remote command (the host link's `transport.stream`)."""
     token = secrets.token_hex(8)
     path = lock_path(host)
-    opener = transport_stream
     try:
-        stream: RemoteStream = await opener(holder_command(host, host.python, token, wait_s, lease_s))  # type: ignore[operator]
+        stream = await open_stream(holder_command(host, host.python, token, wait_s, lease_s))
     except TransportError as e:
         raise LockBusy(f"cannot take the launch lock on {host_name}: {e}") from e
     try:
         try:
-            line = await _first_line(stream, wait_s + 15)
+            line = await asyncio.wait_for(_read_line(stream), wait_s + 15)
         except (TimeoutError, TransportError) as e:
             raise LockBusy(f"cannot take the launch lock {path} on {host_name}: {e or 'no answer'}") from e
         if line.startswith("busy"):
@@ -132,7 +128,7 @@ async def hold(transport_stream: object, host_name: str, host: Host, *, wait_s: 
             why = line[6:] + (" (disk full?)" if "No space" in line else "")
             raise LockBusy(f"cannot take the launch lock in run_dir ({path}) on {host_name}: {why}")
         if not line.startswith("locked"):
-            raise LockBusy(f"cannot take the launch lock {path} on {host_name}: {line or 'the holder exited'}")
+            raise LockBusy(f"cannot take the launch lock {path} on {host_name}: {line or f'the lock holder ({host.python}) exited without answering'}")
         pid = int(line.split()[1]) if len(line.split()) > 1 and line.split()[1].isdigit() else 0
         yield HeldLock(path, token, pid)
     finally:
