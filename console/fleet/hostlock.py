@@ -43,13 +43,15 @@ while True:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         break
-    except OSError:
+    except BlockingIOError:
         if time.monotonic() > end:
             who = os.pread(fd, 200, 0).decode("ascii", "replace").split()
             sys.stdout.write("busy pid %s\n" % (who[1] if len(who) > 1 else "?"))
             sys.stdout.flush()
             sys.exit(75)
         time.sleep(0.05)
+    except OSError as e:  # e.g. ENOLCK: a filesystem without locks is an error, never a silent pass
+        fail(e)
 try:
     os.ftruncate(fd, 0)
     if os.pwrite(fd, ("%s %d\n" % (token, os.getpid())).encode(), 0) <= 0:
