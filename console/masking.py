@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 MASK = "***"
 _SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd"})
+_SECRET_ENDS = ("key", "token", "secret", "password", "passwd")
+"""`GITHUBTOKEN`, `MYAPIKEY` too (no word break); `..._tokens` is a count, not a secret."""
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _SECRET_FLAG = r"--[A-Za-z0-9-]*(?:api-key|token|secret|password)"
 _VALUE = (r"('[^'\n\"]*'|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n\"\\]*|\"[^\"\n\\]*|[^\s'\"\\]+)")
@@ -40,8 +42,10 @@ _lock = threading.Lock()
 
 
 def is_secret_name(name: str) -> bool:
-    """`HF_TOKEN`, `api_key`, `OPENAI_API_KEY`, `--admin-api-key`, `apiKey`; not `max_total_num_tokens`."""
-    return any(w.lower() in _SECRET_WORDS for w in _WORD.findall(name)) or "apikey" in name.lower()
+    """`HF_TOKEN`, `api_key`, `OPENAI_API_KEY`, `--admin-api-key`, `apiKey`, `GITHUBTOKEN`; not
+    `max_total_num_tokens` or `TOKENIZERS_PARALLELISM`."""
+    low = name.lower()
+    return any(w.lower() in _SECRET_WORDS for w in _WORD.findall(name)) or low.endswith(_SECRET_ENDS)
 
 
 def remember(values: Iterable[str]) -> None:

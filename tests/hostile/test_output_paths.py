@@ -121,6 +121,18 @@ def test_masking_a_cut_off_quoted_secret_keeps_json_valid() -> None:
         assert json.loads(out)["hint"] == "use 'x' or \"y\"" and API_KEY[:9] not in out, out
 
 
+@pytest.mark.parametrize(("name", "secret"), [
+    ("HF_TOKEN", True), ("OPENAI_API_KEY", True), ("api_key", True), ("apiKey", True), ("GITHUBTOKEN", True),
+    ("DB_PASSWORD", True), ("--admin-api-key", True), ("AWS_SECRET_ACCESS_KEY", True),
+    ("max_total_num_tokens", False), ("TOKENIZERS_PARALLELISM", False), ("speculative_num_draft_tokens", False),
+    ("tokenizer_path", False), ("KV_CACHE", False), ("LD_LIBRARY_PATH", False)])
+def test_secret_names(name: str, secret: bool) -> None:
+    """Regression: names were matched as substrings, so `max_total_num_tokens=…` showed as `***`."""
+    from console.masking import is_secret_name
+
+    assert is_secret_name(name) is secret
+
+
 def test_a_secret_split_by_an_escape_is_still_masked() -> None:
     assert API_KEY not in for_terminal("--api-key sk-dfc-\x1b[0mout9Zq2Lm4Pw")  # sanitised first, then masked
     assert "sk-dfc" not in for_terminal("api_key='sk-dfc-\x9b1mout9'")
