@@ -124,6 +124,8 @@ class FleetController:
             j.event(ev.action, server=ev.server, ok=ev.ok, message=ev.message)
         elif isinstance(ev, ServerGone):
             j.event("gone", server=ev.server, ok=True, exit_status=ev.exit_status, signal=ev.signal)
+        elif isinstance(ev, ServerAlive):
+            j.event("alive-again", server=ev.server, ok=True, message="called ended, but its session is running")
         elif isinstance(ev, ServerSeen) and ev.meta.launch_id not in self._seen_ids:
             self._seen_ids.add(ev.meta.launch_id)
             j.event("seen", server=ev.meta.name, host=ev.meta.host, ok=True, managed=ev.meta.managed,

@@ -49,7 +49,7 @@ async def test_one_missed_sample_does_not_end_a_live_server(sim_ssh, controller_
     s = ctl.state.servers[name]
     assert s.alive and s.phase in ("ready", "serving"), (s.alive, s.phase)
     assert not [n.message for n in notices if "crashed" in n.message]
-    assert not [j for j in journal_lines() if j.get("kind") == "gone" and j.get("server") == name]
+    assert not [j for j in journal_lines() if j.get("action") == "gone" and j.get("server") == name]
     out = await ctl.stop_server(name)  # a real end is still seen (two looks, /health down)
     assert out.ok, out.message
     assert ctl.state.servers[name].phase == "stopped"
@@ -73,6 +73,7 @@ async def test_server_called_ended_but_alive_is_running_again(sim_ssh, controlle
     assert s.ended_at is None and s.log.diagnosis is None
     await wait_for(lambda: ctl.state.servers[name].log.line_count >= lines_before, 10)  # the log re-read
     assert any("is running" in n.message and n.server == name for n in notices), [n.message for n in notices]
+    assert [j for j in journal_lines() if j.get("action") == "alive-again" and j.get("server") == name]
     inject(h.dir, 30000, "crash", kind="oom")  # and a real crash after that is told again
     await wait_for(lambda: not ctl.state.servers[name].alive, 10)
     assert [n for n in notices if n.server == name and "crashed" in n.message]
