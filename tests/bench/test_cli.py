@@ -116,7 +116,8 @@ def test_engine_sglang_runs_bench_serving_on_the_host_and_agrees(sim_fleet: Path
             lv = json.loads(capsys.readouterr().out)["levels"][0]
             assert lv["concurrency"] == c and lv["errors"] == 0, (engine, lv)
             counts.setdefault(engine, []).append(lv["requests"])
-            problems += [f"{engine}: {p}" for p in Truth.between(before, scrape(url)).check_level(lv, 32, warmup=1)]
+            problems += [f"{engine}: {p}" for p in Truth.between(before, scrape(url)).check_level(lv, 32, warmup=1,
+                                                                                               strays=3)]
     assert counts["sglang"] == counts["console"], counts
     assert not problems, problems
     assert list((sim_fleet.parent / "blackwell" / "run" / "bench").glob("*-c8.jsonl"))
