@@ -72,11 +72,15 @@ def test_a_loading_servers_port_is_taken_and_gpus_picks_the_next(sim_root: Path,
     try:
         r = cli(hosts, "launch", "clash", "--dry-run")
         assert r.returncode == 1 and f"port {port} on portbox belongs to gen@portbox:gpu0" in r.stdout, r.stdout
-        r = cli(hosts, "launch", "gen", "--gpus", "1", "--dry-run")
+        r = cli(hosts, "launch", "gen", "--gpus", "1")
         assert r.returncode == 0 and f"gen@portbox:gpu1  port {port + 1}" in r.stdout, r.stdout + r.stderr
         assert f"--port {port + 1}" in r.stdout
+        r = cli(hosts, "stop", "gen")  # two servers of the preset now: ambiguous, both named
+        assert r.returncode == 2 and "'gen' is ambiguous" in r.stderr, r.stderr
+        assert "gen@portbox:gpu0" in r.stderr and "gen@portbox:gpu1" in r.stderr
     finally:
         assert cli(hosts, "stop", "gen@portbox:gpu0").returncode == 0
+        assert cli(hosts, "stop", "gen@portbox:gpu1").returncode == 0
 
 
 def test_a_host_without_ss_still_sees_listening_ports(sim_root: Path, tmp_path: Path):
