@@ -41,8 +41,9 @@ def compact(command: str) -> str:
     return _QUOTED.sub(one, command)
 
 
-LINE_MAX = 400
-"""`journal` prints a command on one line, at most this long (`--json` has all of it)."""
+LINE_MAX = 4000
+"""`journal` prints a command on one line, at most this long (`--json` has all of it): room for a whole
+launch wrapper (about 1.8 kB), whose `setsid` line is what an audit looks for."""
 
 
 def one_line(command: str) -> str:
