@@ -88,7 +88,8 @@ async def launch(ctl: FleetController, preset_name: str, gpus: list[int] | None 
             return ActionOutcome(False, f"{preset.host}: host unreachable ({link.last_error or 'not connected'})")
         try:
             # the host's own lock (another console's launch waits), held from the pre-checks until meta.json
-            async with hostlock.hold(link.transport.stream, preset.host, ctl.fleet.hosts[preset.host]) as lock:
+            async with hostlock.hold(link.transport.stream, preset.host, ctl.fleet.hosts[preset.host],
+                                     on_command=ctl.journal.stream) as lock:
                 refused = await _locked_launch(ctl, preset_name, gpus, only, lock)
         except hostlock.LockBusy as e:
             ctl.emit([ServerAction(preset_name, time.time(), "launch", False, str(e))])

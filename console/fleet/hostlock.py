@@ -14,12 +14,13 @@ import asyncio
 import contextlib
 import secrets
 import shlex
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from console.config import Host
 from console.sglang.command import shell_path
-from console.transport.base import RemoteStream, TransportError
+from console.transport.base import CommandHook, CommandResult, RemoteStream, TransportError
 
 WAIT_S = 30.0
 """How long a launch waits for another console's launch on the same host to finish."""
@@ -108,14 +109,18 @@ async def _read_line(stream: RemoteStream) -> str:
 
 @contextlib.asynccontextmanager
 async def hold(open_stream: Callable[[str], Awaitable[RemoteStream]], host_name: str, host: Host, *,
-               wait_s: float = WAIT_S, lease_s: float = LEASE_S) -> AsyncIterator[HeldLock]:
+               wait_s: float = WAIT_S, lease_s: float = LEASE_S,
+               on_command: CommandHook | None = None) -> AsyncIterator[HeldLock]:
     """Hold the host's launch lock for the body; LockBusy when another launch keeps it past `wait_s`.
 
-    `open_stream` starts a long-lived remote command (the host link's `transport.stream`)."""
+    `open_stream` starts a long-lived remote command (the host link's `transport.stream`); `on_command`
+    journals the holder when it ends."""
     token = secrets.token_hex(8)
     path = lock_path(host)
+    command = holder_command(host, host.python, token, wait_s, lease_s)
+    t0 = time.monotonic()
     try:
-        stream = await open_stream(holder_command(host, host.python, token, wait_s, lease_s))
+        stream = await open_stream(command)
     except TransportError as e:
         raise LockBusy(f"cannot take the launch lock on {host_name}: {e}") from e
     try:
@@ -136,3 +141,7 @@ async def hold(open_stream: Callable[[str], Awaitable[RemoteStream]], host_name:
     finally:
         with contextlib.suppress(Exception):
             await stream.close()
+        if on_command is not None:
+            with contextlib.suppress(Exception):
+                on_command(CommandResult(host_name, command, stream.exit_status, "", "launch lock released",
+                                         time.monotonic() - t0))
