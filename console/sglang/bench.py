@@ -204,7 +204,8 @@ class LoadGenerator:
                             usage_tokens = int(u["completion_tokens"])
                     if done:
                         break
-        except (httpx.HTTPError, OSError, ValueError) as e:
+        except (httpx.HTTPError, OSError, ValueError, RecursionError, AttributeError, TypeError) as e:
+            # a malformed event (not an object, nested past the recursion limit) fails this request, not the bench
             return RequestSample(t0, perf(), False, chunks, error=f"{type(e).__name__}: {e}"[:300])
         end = perf()
         tokens = usage_tokens if usage_tokens is not None else chunks
