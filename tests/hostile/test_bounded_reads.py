@@ -193,3 +193,12 @@ async def test_get_bounded_refuses_by_declared_length_without_reading(bad: BadSe
         with pytest.raises(BodyTooLarge):
             await asyncio.wait_for(get_bounded(http, bad.url + "/x", deadline_s=GUARD_S, max_bytes=1000), GUARD_S)
         assert time.monotonic() - t0 < GUARD_S / 2
+
+
+async def test_bench_request_with_a_too_deep_event_fails_that_request_only(bad: BadServer) -> None:
+    from console.sglang.bench import BenchSpec, LoadGenerator
+
+    bad.mode = "deep"
+    async with LoadGenerator(BenchSpec(bad.url, concurrency=(1,), model="m", warmup=False)) as g:
+        s = await g.request(b'{"model": "m", "messages": [], "stream": true}')
+    assert not s.ok and s.error is not None and "RecursionError" in s.error
