@@ -19,6 +19,9 @@ from console.sglang.command import shell_path
 
 _SGLANG = re.compile(SGLANG_RE)
 META_NAME = "meta.json"
+META_MAX_BYTES = 262_144
+"""A meta.json is a few KiB (argv, env, command); reading more of one from a host is refused by truncation
+(the cut document is then not JSON and skips only its own server)."""
 
 
 def safe_name(name: str) -> str:
@@ -37,8 +40,10 @@ def meta_dir(host: Host, name: str) -> str:
 def list_command(host: Host) -> str:
     """Every meta.json (one JSON line after `==> meta`), its last launches (`==> hist`), then ps."""
     d = shell_path(servers_dir(host))
-    return (f'for m in {d}/*/{META_NAME}; do [ -f "$m" ] || continue; echo "==> meta"; tr -d "\\n" < "$m"; echo; '
-            'h="${m%/*}/history.jsonl"; [ -f "$h" ] && { echo "==> hist"; tail -n 20 "$h"; }; done; '
+    return (f'for m in {d}/*/{META_NAME}; do [ -f "$m" ] || continue; echo "==> meta"; '
+            f'head -c {META_MAX_BYTES} "$m" | tr -d "\\n"; echo; '
+            'h="${m%/*}/history.jsonl"; [ -f "$h" ] && { echo "==> hist"; tail -n 20 "$h" | '
+            f'head -c {20 * META_MAX_BYTES}; echo; }}; done; '
             'echo "==> ps"; ps -ww -eo pid=,ppid=,sid=,args=')
 
 

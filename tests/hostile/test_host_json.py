@@ -70,3 +70,20 @@ def test_too_deep_config_json_is_a_named_non_blocking_precheck() -> None:
     f = prechecks.parse_facts(text, "gpu1")
     assert f.model_present and f.model_config is None
     assert f.model_config_error == "JSON nested deeper than 64 levels" and f.gpus == [(0, "GPU-aaa", 10)]
+
+
+def test_listing_reads_at_most_the_cap_of_a_huge_meta_json(tmp_path) -> None:
+    """The listing command itself (run by a real sh) cuts a 20 MB meta.json; the good one next to it survives."""
+    import subprocess
+
+    from console.config import Host
+
+    host = Host(run_dir=str(tmp_path))
+    for name, text in (("a", _meta("a@gpu1:gpu0", 100)), ("huge", "{" + "x" * 20_000_000)):
+        d = tmp_path / "servers" / name
+        d.mkdir(parents=True)
+        (d / "meta.json").write_text(text)
+    (tmp_path / "servers" / "huge" / "history.jsonl").write_text("[" * 20_000_000)
+    out = subprocess.run(["sh", "-c", discovery.list_command(host)], capture_output=True, text=True, timeout=60).stdout
+    metas, _, _ = discovery.parse_listing_full(out, "gpu1")
+    assert len(out) < 25 * discovery.META_MAX_BYTES and [m.name for m in metas] == ["a@gpu1:gpu0"]
