@@ -2,7 +2,8 @@
 
 Feed it bytes or text in any split (`feed`), read `snapshot()` whenever. It reads logs the way a person
 who has debugged many launches does: per-rank phases (the server is as far as its slowest rank),
-both tqdm bars, speculative draft stages, 0.5.11 and 0.5.23 wordings, tracebacks kept as evidence.
+both tqdm bars, speculative draft stages, every header style and wrapper prefix, serving evidence
+(access and batch lines) over missed startup lines, tracebacks and aborts kept as evidence.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections import deque
 from collections.abc import Iterable
 
 from console.sglang import logfacts as lf
+from console.sglang.logbare import ERRISH, BareLines
 from console.sglang.logbatch import BatchStats
 from console.sglang.logmarkers import ABORT, CRASH, FRAGMENT, classify
 from console.sglang.logstartup import StartupLines
@@ -21,28 +23,22 @@ from console.sglang.logtext import (
     MAX_LINE,
     Header,
     LineSplitter,
-    find_embedded_header,
     learn_prefix,
     parse_header,
     split_ranks,
-    unwrap,
 )
-from console.sglang.logtrace import EXC, Tracebacks, add_error
+from console.sglang.logtrace import Tracebacks, add_error
 from console.sglang.phase import STARTUP_PHASES, Phase
 
-_ERRISH = re.compile(r"error|Error|ERROR|Traceback|exception|failed|FAILED|NCCL WARN|Killed|cannot |No such file")
 _RETRACTED = re.compile(r"#retracted_reqs: (\d+)")
-_ARGPARSE = re.compile(r"(?:[\w./-]+(?: serve)?: error: |Error: --model-path is required)")
-_COMPOSE = re.compile(r"[\w.-]+\s*\| ?")
 _EXITCODE = re.compile(r"exit ?code[=:] ?(-?\d+)")
-_UVICORN = ("INFO:     ", "ERROR:    ", "WARNING:  ")
 _STOP_MARKERS = ("SIGTERM received", "Gracefully exiting")
 _SIGNALS = {"KILL": 9, "TERM": 15, "INT": 2, "QUIT": 3, "ABRT": 6, "SEGV": 11, "HUP": 1, "BUS": 7}
 ERRORS_KEPT = 50
 TAIL_LINES = 300
 
 
-class LogParser(StartupLines):
+class LogParser(StartupLines, BareLines):
     """One server's log. Not thread-safe; `snapshot()` returns a copy that is."""
 
     def __init__(self, *, max_line: int = MAX_LINE, max_events: int = 200, window: int = 20) -> None:
@@ -158,92 +154,10 @@ class LogParser(StartupLines):
             self._uvicorn(msg, line)
         else:
             if not self._startup(hdr, msg) and not self._record(hdr, msg, line):
-                if _ERRISH.search(msg):
+                if ERRISH.search(msg):
                     add_error(self.errors, line)
                     self._tb.note(line)
             self.tail.append(line)
-
-    def _bare(self, line: str) -> None:
-        """A line without SGLang's header: a wrapper's prefix, a traceback line, a bar, an abort, uvicorn's own output."""
-        s = line
-        c = s[:1]
-        if c == " " or c == "\t":
-            if self._tb.block is not None:  # a traceback's frames: the bulk of bare lines, nothing else to look for
-                self._tb.add(s)
-                return
-        elif c:
-            u = unwrap(s) if (c == "[" or c == "(" or c.isdigit() or "]<std" in s[:64]) else None
-            if u is not None:
-                s, ts = u
-                if ts is not None:
-                    self.lines -= 1
-                    self._line(s, Header(ts, "", 0, 0))
-                    return
-            elif " | " in s[:48] or "  |" in s[:48]:
-                m = _COMPOSE.match(s)
-                if m:
-                    s = s[m.end():]
-            elif self._prefix is not None:
-                m = self._prefix.match(s)
-                if m:
-                    s = s[m.end():]
-            if s is not line and s[:1] == "[" and parse_header(s) is not None:
-                self.lines -= 1
-                self._line(s)
-                return
-        if self._tb.block is not None:
-            k = classify(s, in_block=True) if s[:1] not in " \t" else None
-            if k is None or k is FRAGMENT:
-                self._tb.add(s)
-                self._check_interrupt()
-            else:
-                self._marker(k, s)
-            return
-        if "%|" in s or "% Completed" in s:
-            self.sglang_lines += 1
-            i = find_embedded_header(s)
-            self._bar(s[:i] if i > 0 else s)
-            if i > 0:
-                self._line(s[i:])
-            return
-        if s.lstrip().startswith(("Traceback (most recent call last)", 'File "')) or EXC.match(s):
-            self.sglang_lines += 1
-            self._tb.open(s, self.ts, self.phase, fatal=not s.startswith("KeyboardInterrupt"))
-            self._check_interrupt()
-            return
-        if s.startswith(_UVICORN):
-            self.sglang_lines += 1
-            self._uvicorn(s, line)
-            return
-        k = classify(s)
-        if k is not None:
-            self._marker(k, s)
-        elif _ARGPARSE.match(s):
-            self.sglang_lines += 1
-            self._crash_marker(s, None)
-            if self._tb.crash is not None and not self._tb.crash.exception_lines:
-                self._tb.crash.exception_lines.append(s)
-        elif s == "Killed" or (s and _ERRISH.search(s)):
-            add_error(self.errors, s)
-            self._tb.note(s)
-        if s:
-            self.tail.append(s)
-
-    def _marker(self, kind: str, s: str) -> None:
-        """A bare line that says the process died (after any prefix): mark the crash, open its block if it heads one."""
-        self.sglang_lines += 1
-        if kind is FRAGMENT:
-            self._tb.open(s, self.ts, self.phase, fatal=True)
-            return
-        if kind is CRASH:
-            self._crash_marker(s, None)
-            return
-        if self._tb.block is not None:
-            self._tb.close()
-        self._crash_marker(s, None, opens_block=True)
-        self._tb.open(s, self.ts, self.phase, fatal=True)
-        if kind is ABORT and self._tb.block is not None:
-            self._tb.block.abort = True
 
     def _record(self, hdr: Header, msg: str, line: str) -> bool:
         """Lifecycle and runtime records (not startup facts); False when `msg` is none of them."""
