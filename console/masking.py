@@ -97,7 +97,7 @@ def mask(text: str) -> str:
         out = _ASSIGN_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}={_hidden(m.group(3))}"
                              if is_secret_name(m.group(2)) and _TRAIL.sub("", m.group(3) or "") not in _UNSET
                              else m.group(0), out)
-    if ":" in out:
+    if ":" in out and ('"' in out or "'" in out):
         out = _KV_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{m.group(4)}{MASK}{m.group(4)}"
                          if is_secret_name(m.group(2)) and m.group(5) not in _UNSET else m.group(0), out)
     out = _BEARER_RE.sub(lambda m: m.group(1) + MASK, out) if "earer" in out else out

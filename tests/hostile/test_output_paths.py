@@ -138,6 +138,19 @@ def test_a_secret_split_by_an_escape_is_still_masked() -> None:
     assert "sk-dfc" not in for_terminal("api_key='sk-dfc-\x9b1mout9'")
 
 
+def test_cli_stream_masks_and_strips_across_split_writes() -> None:
+    """`logs -f` writes chunks as they come: a secret or an OSC cut between two writes is still caught."""
+    from console.remote_text import SafeStream
+
+    buf = io.StringIO()
+    out = SafeStream(buf)
+    for piece in ("a --api-key sk-dfc-", "out9Zq2Lm4Pw \x1b]52;c;", "ZXZpbA==\x07 b\nta", "il \x9b2"):
+        out.write(piece)
+    assert buf.getvalue() == "a --api-key *** b\n"  # the partial line waits for its end
+    out.flush()
+    assert buf.getvalue() == "a --api-key *** b\ntail 2"
+
+
 # -- the TUI paths -----------------------------------------------------------------------------------
 async def _tui_outputs(export_dir: Path) -> dict[str, tuple[str, str]]:
     """(text, tag) per TUI path, from one app session over a FakeApi."""
