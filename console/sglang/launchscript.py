@@ -21,6 +21,7 @@ GATE_TRIES = 100
 """The gate polls meta.json every 0.1 s this many times (10 s) before giving up without starting."""
 GATE_NAME = "dflash-launch"
 SECRET_ENV_FILE = ".secret.env"
+"""`.secret.env.LAUNCH_ID`: one per launch, so a gate that gives up never removes a later launch's file."""
 SECRET_CONFIG_FILE = "secrets.yaml"
 
 GATE = (
@@ -28,11 +29,12 @@ GATE = (
     'until grep -q "^{\\"pid\\": $$, " "$d/meta.json" 2>/dev/null '
     '&& grep -qF "\\"launch_id\\": \\"$t\\"" "$d/meta.json" 2>/dev/null; do '
     'i=$((i+1)); if [ "$i" -gt "$n" ]; then '
+    'rm -f "$d/{env}.$t"; '
     'echo "dflash-console: $d/meta.json does not name this launch; the server was not started" >&2; exit 97; fi; '
     'sleep 0.1 2>/dev/null || sleep 1; done; '
-    f'if [ -f "$d/{SECRET_ENV_FILE}" ]; then . "$d/{SECRET_ENV_FILE}" || exit 98; rm -f "$d/{SECRET_ENV_FILE}"; fi; '
+    'if [ -f "$d/{env}.$t" ]; then . "$d/{env}.$t" || exit 98; rm -f "$d/{env}.$t"; fi; '
     'exec "$@"'
-)
+).replace("{env}", SECRET_ENV_FILE)
 """`sh -c GATE dflash-launch DIR LAUNCH_ID TRIES CMD...`: run CMD only once DIR/meta.json names this pid and launch."""
 
 
@@ -77,13 +79,14 @@ def launch_script(plan: LaunchPlan, meta_dir: str, lock_file: str, lock_token: s
         f"# dflash-console: launch {_comment(plan.replica.name)} (setsid nohup, gated on meta.json; secrets on stdin)",
         "umask 077",
         f"d={shell_path(meta_dir)}; lk={shell_path(lock_file)}",
-        "fail() { printf 'dflash-console: %s\\n' \"$1\" >&2; rm -f \"$d/" + SECRET_ENV_FILE + "\"; exit \"$2\"; }",
+        f"e=\"$d\"/{SECRET_ENV_FILE}.{shlex.quote(launch_id)}",
+        "fail() { printf 'dflash-console: %s\\n' \"$1\" >&2; rm -f \"$e\"; exit \"$2\"; }",
         f'grep -q {shlex.quote("^" + lock_token + " ")} "$lk" 2>/dev/null '
         '|| fail "the launch lock ($lk) is not held by this console" 75',
         f'mkdir -p {shell_path(log_dir)} "$d" && chmod 700 "$d" || fail "cannot create $d" 73',
         'IFS= read -r body && IFS= read -r cfg || fail "launch input truncated" 65',
-        f'cat > "$d/{SECRET_ENV_FILE}" || fail "cannot write $d/{SECRET_ENV_FILE} (disk full?)" 74',
-        f'[ "$(tail -n 1 "$d/{SECRET_ENV_FILE}")" = {shlex.quote(END_MARK)} ] || fail "launch input truncated" 65',
+        'cat > "$e" || fail "cannot write $e (disk full?)" 74',
+        f'[ "$(tail -n 1 "$e")" = {shlex.quote(END_MARK)} ] || fail "launch input truncated" 65',
         f'rm -f "$d/{SECRET_CONFIG_FILE}"',
         f'if [ -n "$cfg" ]; then printf \'%s\\n\' "$cfg" > "$d/{SECRET_CONFIG_FILE}" '
         f'|| fail "cannot write $d/{SECRET_CONFIG_FILE} (disk full?)" 74; fi',

@@ -75,7 +75,7 @@ def test_gate_starts_the_server_after_meta_json_with_secrets_from_files(tmp_path
     assert json.loads((d / "secrets.yaml").read_text()) == {"api-key": KEY, "admin-api-key": ADMIN}
     assert (env["HF_TOKEN"], env["DB_PASSWORD"], env["PLAIN"]) == (HF, PW, "visible")
     assert stat.S_IMODE(os.stat(d).st_mode) == 0o700 and stat.S_IMODE(os.stat(d / "secrets.yaml").st_mode) == 0o600
-    assert not (d / launchscript.SECRET_ENV_FILE).exists()  # sourced, then removed
+    assert not list(d.glob(launchscript.SECRET_ENV_FILE + "*"))  # sourced, then removed
 
 
 def test_truncated_input_or_foreign_lock_starts_nothing(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_truncated_input_or_foreign_lock_starts_nothing(tmp_path: Path) -> None:
     foreign = _run(plan, d, lock, full)
     assert foreign.returncode == 75 and "lock" in foreign.stderr
     assert not (d / "meta.json").exists() and not record.exists()
-    assert not (d / launchscript.SECRET_ENV_FILE).exists()
+    assert not list(d.glob(launchscript.SECRET_ENV_FILE + "*"))
 
 
 def test_gate_refuses_a_meta_json_of_another_launch(tmp_path: Path) -> None:
@@ -99,6 +99,8 @@ def test_gate_refuses_a_meta_json_of_another_launch(tmp_path: Path) -> None:
     d.mkdir(parents=True)
     (d / "meta.json").write_text('{"pid": 1, "sid": 1, "launch_id": "someone-else"}\n')
     gate = ["sh", "-c", launchscript.GATE, launchscript.GATE_NAME, str(d), "L9", "5", plan.python, "-m", "x"]
+    (d / f"{launchscript.SECRET_ENV_FILE}.L9").write_text("export HF_TOKEN=x\n")
     r = subprocess.run(gate, capture_output=True, text=True, timeout=20)
     assert r.returncode == 97 and "was not started" in r.stderr
     assert not record.exists()
+    assert not list(d.glob(launchscript.SECRET_ENV_FILE + "*"))  # its secrets file does not linger
