@@ -67,7 +67,7 @@ def procs_mode(interval, apps_every, apps_cmd, pattern, fast_every):
             last_apps = now
             try:
                 p = subprocess.run(shlex.split(apps_cmd), capture_output=True, timeout=3)
-                text, rc = p.stdout + p.stderr, p.returncode
+                text, rc = (p.stdout + p.stderr)[:1048576], p.returncode  # one frame, never more than 1 MiB
             except subprocess.TimeoutExpired:
                 text, rc = b"", 124
             except OSError as e:

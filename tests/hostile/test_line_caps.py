@@ -83,3 +83,27 @@ def test_line_cap_passes_short_lines_untouched_across_any_split() -> None:
         cap: LineCap[str] = LineCap(4)
         out = cap.feed(text[:split]) + cap.feed(text[split:])
         assert out == "a\nbb\ncccc\nd\n" and cap.cut == 1, split
+
+
+def test_agent_sends_at_most_1_mib_of_a_flooding_compute_apps_query(tmp_path) -> None:
+    """The real agent, whose compute-apps command prints 8 MB: its apps section stays at 1 MiB."""
+    import time
+
+    from console.fleet.agent import agent_procs_command
+
+    flood = tmp_path / "apps"
+    flood.write_text(f"#!/bin/sh\nexec {sys.executable} -c \"import sys; sys.stdout.write(('1, GPU-0, p, 9' + chr(10)) * 600000)\"\n")
+    flood.chmod(0o755)
+    p = subprocess.Popen(["/bin/sh", "-c", agent_procs_command(sys.executable, apps_command=str(flood))],
+                         stdout=subprocess.PIPE)
+    assert p.stdout is not None
+    data = b""
+    deadline = time.monotonic() + 30
+    try:
+        while b"==> end\n" not in data and time.monotonic() < deadline:
+            data += p.stdout.read1(1 << 20)  # type: ignore[attr-defined]
+    finally:
+        p.kill()
+        p.wait()
+    apps = data.split(b"==> apps\n", 1)[1].split(b"==> rc", 1)[0]
+    assert b"==> end\n" in data and 1_000_000 < len(apps) <= 1024 * 1024 + 1
