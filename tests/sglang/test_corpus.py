@@ -13,6 +13,7 @@ from benchmarks.diagnosis_corpus import CORPUS, TARGETS, score
 from console.sglang.diagnose import diagnose
 from console.sglang.logparse import LogParser
 
+from .samples import all_samples
 from .synth import startup
 from .test_diagnose import CASES
 
@@ -87,6 +88,7 @@ STYLES = ["ms", "no_year", "time_only", "pylogging", "compose", "rfc3339", "ray"
 SOURCES = {f"synth-{u}": startup(2, until=u) for u in ("loading_weights", "kv_cache", "cuda_graph", "warming", "ready", "serving")}
 SOURCES |= {f"case-{i}-{c[0]}": c[1] for i, c in enumerate(CASES) if "[2026-" in c[1]}
 SOURCES |= {n: (CORPUS / f"{n}.log").read_text() for n in NAMES if _HDR.search((CORPUS / f"{n}.log").read_text())}
+SOURCES |= {f"sample-{p.name[:2]}": p.read_text() for p in all_samples()}
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
