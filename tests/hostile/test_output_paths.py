@@ -146,9 +146,9 @@ def test_cli_stream_masks_and_strips_across_split_writes() -> None:
     out = SafeStream(buf)
     for piece in ("a --api-key sk-dfc-", "out9Zq2Lm4Pw \x1b]52;c;", "ZXZpbA==\x07 b\nta", "il \x9b2"):
         out.write(piece)
-    assert buf.getvalue() == "a --api-key *** b\n"  # the partial line waits for its end
+    assert buf.getvalue() == "a --api-key ***  b\n"  # the partial line waits for its end
     out.flush()
-    assert buf.getvalue() == "a --api-key *** b\ntail 2"
+    assert buf.getvalue() == "a --api-key ***  b\ntail 2"
 
 
 # -- the TUI paths -----------------------------------------------------------------------------------
