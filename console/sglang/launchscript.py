@@ -84,6 +84,7 @@ def launch_script(plan: LaunchPlan, meta_dir: str, lock_file: str, lock_token: s
         f'grep -q {shlex.quote("^" + lock_token + " ")} "$lk" 2>/dev/null '
         '|| fail "the launch lock ($lk) is not held by this console" 75',
         f'mkdir -p {shell_path(log_dir)} "$d" && chmod 700 "$d" || fail "cannot create $d" 73',
+        f'rm -f "$d"/{SECRET_ENV_FILE}.*  # an earlier launch that died before its gate ran',
         'IFS= read -r body && IFS= read -r cfg || fail "launch input truncated" 65',
         'cat > "$e" || fail "cannot write $e (disk full?)" 74',
         f'[ "$(tail -n 1 "$e")" = {shlex.quote(END_MARK)} ] || fail "launch input truncated" 65',
