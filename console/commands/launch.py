@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import time
+from collections.abc import AsyncIterator
 
 from console.config import load_fleet
 from console.fleet.api import ActionOutcome
@@ -76,6 +78,18 @@ async def _progress(ctl: FleetController, names: list[str]) -> None:
         await asyncio.sleep(0.2)
 
 
+@contextlib.asynccontextmanager
+async def watch_progress(ctl: FleetController, names: list[str]) -> AsyncIterator[None]:
+    """Phase-progress lines for `names` while the block waits (launch --wait, restart --wait)."""
+    task = asyncio.create_task(_progress(ctl, names))
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 def run(args: argparse.Namespace) -> int:
     fleet = load_fleet(args.hosts)
     if args.preset not in fleet.presets:
@@ -104,11 +118,8 @@ def run(args: argparse.Namespace) -> int:
         out = await ctl.launch(args.preset, gpus)
         if out.ok and args.wait:
             print(mask(out.message), flush=True)
-            watch = asyncio.create_task(_progress(ctl, out.servers))
-            try:
+            async with watch_progress(ctl, out.servers):
                 results = await asyncio.gather(*(ctl.wait_ready(n) for n in out.servers))
-            finally:
-                watch.cancel()
             out = ActionOutcome(all(r.ok for r in results), "; ".join(r.message for r in results), out.servers)
         print(mask(out.message), file=sys.stdout if out.ok else sys.stderr)
         return EXIT_OK if out.ok else EXIT_FAILED

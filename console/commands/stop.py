@@ -39,7 +39,11 @@ def run(args: argparse.Namespace, verb: str) -> int:
         name = r.name
         out = await (ctl.stop_server(name) if verb == "stop" else ctl.restart(name))
         if out.ok and verb == "restart" and getattr(args, "wait", False):
-            out = await ctl.wait_ready(name)
+            from console.commands.launch import watch_progress
+
+            print(mask(out.message), flush=True)
+            async with watch_progress(ctl, [name]):
+                out = await ctl.wait_ready(name)
         print(mask(out.message), file=sys.stdout if out.ok else sys.stderr)
         return EXIT_OK if out.ok else EXIT_FAILED
 

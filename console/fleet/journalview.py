@@ -90,11 +90,9 @@ def current_op() -> dict[str, str]:
 
 def record_kind(rec: dict[str, Any]) -> str:
     """`actions` (what a user or an action did: its commands and lifecycle) or `polling` (watching)."""
-    if rec.get("kind") == "stream":
-        return "polling"
     if rec.get("op"):
-        return "actions"  # a step of a command or action (its commands, the server it launched being seen)
-    if rec.get("kind") == "command":
+        return "actions"  # a step of a command or action (its commands, its lock, the server it launched)
+    if rec.get("kind") in ("command", "stream"):
         return "polling"
     return "polling" if rec.get("action") in POLLING_EVENTS else "actions"
 

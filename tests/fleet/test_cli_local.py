@@ -44,10 +44,12 @@ def test_every_command_on_a_local_host(sim_root: Path, tmp_path: Path):
         return r
 
     run("check")
+    def phases(out: str) -> set[str]:
+        """The phases of the progress lines printed while --wait waited."""
+        return {ln.split()[1] for ln in out.splitlines() if ln.startswith(f"{name}  ") and ln.endswith(" s)")}
+
     r = run("launch", "gen", "--wait")
-    progress = [ln for ln in r.stdout.splitlines() if ln.startswith(f"{name}  ") and ln.endswith(" s)")]
-    phases = {ln.split()[1] for ln in progress}
-    assert len(phases) >= 2 and f"{name} is ready" in r.stdout, r.stdout  # phase lines while it waited
+    assert len(phases(r.stdout)) >= 2 and f"{name} is ready" in r.stdout, r.stdout
     doc = json.loads(run("status", "--json").stdout)
     mine = [s for s in doc["servers"] if s["managed"]]  # other sim servers on this machine are external here
     assert [s["phase"] for s in mine] in (["ready"], ["serving"]), mine
@@ -55,6 +57,10 @@ def test_every_command_on_a_local_host(sim_root: Path, tmp_path: Path):
     run("probe", name, "--max-tokens", "4")
     run("bench", name, "--concurrency", "1", "--input-len", "8", "--output-len", "4", "--num-prompts", "2",
         "--no-save")
+    r = run("restart", name, "--wait")
+    assert len(phases(r.stdout)) >= 2 and f"{name} is ready" in r.stdout, r.stdout
+    doc = json.loads(run("status", "--json").stdout)
+    mine = [s for s in doc["servers"] if s["managed"]]
     r = run("stop", "gne@box:gpu1", rc=2)
     assert f"did you mean '{name}'?" in r.stderr, r.stderr
     run("stop", name)
