@@ -1,7 +1,8 @@
 """Positions of keys and array elements in TOML text, so config errors can name line and column.
 
 tomllib gives values but no positions; this small scanner walks the (already valid) text and
-records where each key path (`("presets", "gen", "gpus", 2)`) starts.
+records where each key path (`("presets", "gen", "gpus", 2)`) starts. `too_deep` bounds the nesting
+of values before tomllib (recursive) ever sees them.
 """
 
 from __future__ import annotations
