@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Callable
 
 from console.sglang.logmarkers import ABORT, CRASH, FRAGMENT, classify
-from console.sglang.logtext import Header, find_embedded_header, parse_header, unwrap
+from console.sglang.logtext import Header, find_embedded_header, learn_prefix, parse_header, unwrap
 from console.sglang.logtrace import EXC, Tracebacks, add_error
 from console.sglang.phase import Phase
 
@@ -19,6 +19,7 @@ ERRISH = re.compile(r"error|Error|ERROR|Traceback|exception|failed|FAILED|NCCL W
 _ARGPARSE = re.compile(r"(?:[\w./-]+(?: serve)?: error: |Error: --model-path is required)")
 _COMPOSE = re.compile(r"[\w.-]+\s*\| ?")
 _UVICORN = ("INFO:     ", "ERROR:    ", "WARNING:  ")
+_TB_HEAD = "Traceback (most recent call last)"
 
 
 class BareLines:
@@ -59,10 +60,11 @@ class BareLines:
                 m = _COMPOSE.match(s)
                 if m:
                     s = s[m.end():]
-            elif self._prefix is not None:
-                m = self._prefix.match(s)
-                if m:
-                    s = s[m.end():]
+            elif self._prefix is not None and (m := self._prefix.match(s)) is not None:
+                s = s[m.end():]
+            elif self._tb.block is None and (i := s.find(_TB_HEAD, 1, 160)) > 0 and not s[:i].isspace():
+                self._prefix = learn_prefix(s[:i])  # an unknown wrapper in front of a traceback: learn it from there
+                s = s[i:]
             if s is not line and s[:1] == "[" and parse_header(s) is not None:
                 self.lines -= 1
                 self._line(s)

@@ -6,7 +6,7 @@ import re
 import tomllib
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.diagnosis_corpus import CORPUS, TARGETS, score
@@ -80,11 +80,12 @@ def restyle(text: str, style: str) -> str:
         return _HDR.sub(lambda m: (f"{m[1]}-{m[2]}-{m[3]} {m[4]},250 [INFO] sglang.srt.entrypoints: " if not m[5]
                                    else m[0]), text)
     prefix = {"compose": "sglang-1  | ", "rfc3339": "2026-01-01T10:00:00.123456Z ", "ray": "(SGLangEngine pid=4242) ",
-              "ci": "[2026-01-01T10:00:00.702Z] ", "mpirun": "Thu Jan 23 11:55:50 2025[1,0]<stderr>:"}[style]
+              "ci": "[2026-01-01T10:00:00.702Z] ", "mpirun": "Thu Jan 23 11:55:50 2025[1,0]<stderr>:",
+              "custom": "gpu-node-7 >>> "}[style]  # a wrapper the parser has no pattern for: learnt from the headers
     return "".join(prefix + line for line in text.splitlines(keepends=True))
 
 
-STYLES = ["ms", "no_year", "time_only", "pylogging", "compose", "rfc3339", "ray", "ci", "mpirun"]
+STYLES = ["ms", "no_year", "time_only", "pylogging", "compose", "rfc3339", "ray", "ci", "mpirun", "custom"]
 SOURCES = {f"synth-{u}": startup(2, until=u) for u in ("loading_weights", "kv_cache", "cuda_graph", "warming", "ready", "serving")}
 SOURCES |= {f"case-{i}-{c[0]}": c[1] for i, c in enumerate(CASES) if "[2026-" in c[1]}
 SOURCES |= {n: (CORPUS / f"{n}.log").read_text() for n in NAMES if _HDR.search((CORPUS / f"{n}.log").read_text())}
@@ -95,6 +96,8 @@ SOURCES |= {f"sample-{p.name[:2]}": p.read_text() for p in all_samples()}
 @given(st.sampled_from(sorted(SOURCES)), st.sampled_from(STYLES), st.lists(st.integers(1, 300), min_size=1, max_size=4))
 def test_any_header_style_gives_the_same_answer(src: str, style: str, sizes: list[int]) -> None:
     text = SOURCES[src]
+    # an unknown wrapper is learnt from a header or a `Traceback` line behind it; a bare fragment gives it no hold
+    assume(style != "custom" or _HDR.search(text) is not None or "Traceback (most recent call last)" in text)
     assert answer(restyle(text, style).encode(), sizes)[:3] == answer(text)[:3]
 
 
