@@ -245,6 +245,8 @@ class BenchForm(ModalScreen[dict[str, Any] | None]):
         super().__init__()
         self.server = server
         self.last = last or {}
+        self.submitted: dict[str, str] = {}
+        """The texts of the sweep that was started (the next form opens with them)."""
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -263,7 +265,9 @@ class BenchForm(ModalScreen[dict[str, Any] | None]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         try:
-            self.dismiss(parse_form(self.values()))
+            sweep = parse_form(self.values())
+            self.submitted = self.values()
+            self.dismiss(sweep)
         except ValueError as e:
             self.query_one("#bench-form-error", Static).update(Text(str(e)))
 
@@ -272,13 +276,16 @@ class BenchForm(ModalScreen[dict[str, Any] | None]):
 
 
 def bench_runner(app: Any, name: str) -> None:
-    """The `b` hook: ask for the sweep (BenchForm), then push a BenchScreen for the server on the app's FleetApi."""
+    """The `b` hook: ask for the sweep (BenchForm, filled with the last one), then push a BenchScreen for it."""
+
+    form = BenchForm(name, getattr(app, "bench_form_last", None))
 
     def start(sweep: dict[str, Any] | None) -> None:
         if sweep is not None:
+            app.bench_form_last = form.submitted
             app.push_screen(BenchScreen(app.api, name, **sweep))
 
-    app.push_screen(BenchForm(name), start)
+    app.push_screen(form, start)
 
 
 def install(app: Any) -> None:

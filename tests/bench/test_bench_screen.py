@@ -188,6 +188,8 @@ async def test_b_asks_for_the_sweep_before_starting(fake: FakeSSEServer, tmp_pat
         app.bench_runner(app, "p@h:gpu0")
         await pilot.pause()
         assert isinstance(app.screen, BenchForm)
+        assert app.screen.values() == {"concurrency": "1,2", "input_len": "8", "output_len": "5",
+                                       "num_prompts": "3"}  # the last sweep's answers
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, (BenchForm, BenchScreen))
