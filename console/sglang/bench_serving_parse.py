@@ -10,12 +10,12 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from console.remote_text import sanitize
 from console.sglang.benchstats import LevelResult
 
 _START = re.compile(r"^=+ Serving Benchmark Result =+\s*$")
 _END = re.compile(r"^=+\s*$")
 _SECTION = re.compile(r"^-+.*-+\s*$")
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _LINE = re.compile(r"^(?P<label>[^:]+?):\s+(?P<value>\S.*?)\s*$")
 
 
@@ -63,7 +63,7 @@ def _value(text: str) -> float | str:
 
 def parse_summaries(output: str) -> list[ServingSummary]:
     """Every summary block in the output, in order (tqdm `\\r` updates and ANSI colours tolerated)."""
-    text = _ANSI.sub("", output).replace("\r", "\n")
+    text = sanitize(output.replace("\r", "\n"))
     out: list[ServingSummary] = []
     cur: ServingSummary | None = None
     for raw in text.split("\n"):
@@ -91,7 +91,7 @@ def parse_summary(output: str) -> ServingSummary:
     """The last summary block; ValueError naming the problem when there is none (e.g. warmup failed)."""
     blocks = parse_summaries(output)
     if not blocks:
-        tail = [ln for ln in _ANSI.sub("", output).replace("\r", "\n").splitlines() if ln.strip()][-3:]
+        tail = [ln for ln in sanitize(output.replace("\r", "\n")).splitlines() if ln.strip()][-3:]
         hint = f": {' | '.join(tail)}" if tail else ""
         raise ValueError("no 'Serving Benchmark Result' summary in bench_serving output" + hint)
     return blocks[-1]
