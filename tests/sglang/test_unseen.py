@@ -116,3 +116,12 @@ def test_6_serving_evidence_wins_over_missed_startup_lines() -> None:
 def test_6_decode_lines_of_every_version_give_gen_throughput(line: str) -> None:
     s = parse_text(line + "\n")
     assert s.phase.value == "serving" and s.stats.gen_throughput is not None and s.stats.gen_throughput > 0
+
+
+def test_3_a_marker_keeps_its_meaning_behind_a_broken_header() -> None:
+    """A header that lost its `[` (a paste) is not a wrapper to learn: the marker still says the server died."""
+    text = startup(1) + ("2025-08-15 14:25:48] DetokenizerManager hit an exception: Traceback (most recent call last):\n"
+                         '  File "/venv/sglang/srt/managers/detokenizer_manager.py", line 275, in run_detokenizer_process\n'
+                         "KeyError: 151643\n")
+    s, d = diagnose_text(text)
+    assert s.crashed and d is not None and d.error_line == "KeyError: 151643"
