@@ -133,11 +133,11 @@ class BadServer:
 
 
 @contextmanager
-def serve() -> Iterator[BadServer]:
+def serve(port: int = 0) -> Iterator[BadServer]:
     """The server on its own thread and loop (so a client blocking its own loop cannot stall the server)."""
     srv = BadServer()
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     srv.port = sock.getsockname()[1]
     started = threading.Event()
     stop: list[asyncio.Future[None]] = []
@@ -169,3 +169,13 @@ def serve() -> Iterator[BadServer]:
         assert srv._loop is not None
         srv._loop.call_soon_threadsafe(stop[0].set_result, None)
         t.join(5)
+
+
+if __name__ == "__main__":  # `python badhttp.py MODE PORT [words...]`: one server as a process of its own
+    import signal
+    import sys
+
+    with serve(int(sys.argv[2])) as s:
+        s.mode = sys.argv[1]
+        print("listening", flush=True)
+        signal.sigwait({signal.SIGTERM, signal.SIGINT})
