@@ -291,7 +291,7 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         phase = srv.phase
         ps = phase_style(phase, c)
         if phase in ("crashed", "stopped"):
-            return self._ended(srv, head, phase, ps, c, compact)
+            return self._ended(srv, head, phase, ps, c, compact, w)
         icon = "●" if phase in ("ready", "serving") else "◐"
         word = fmt.PHASE_WORDS.get(phase, phase)
         status = Content.assemble((f"{icon} {word}", f"bold {ps}"))
@@ -324,19 +324,20 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         return [*rows, tput, load]
 
     def _ended(self, srv: ServerState, head: Content, phase: str, ps: str, c: dict[str, str],
-               compact: bool) -> list[Content]:
+               compact: bool, w: int) -> list[Content]:
         """After the end only what is true of the end: when, how, and the last figures marked as last."""
         when = fmt.end_words(phase, srv.alive, srv.ended_at, self._now())
         code = f" (exit {srv.exit_status})" if srv.exit_status is not None else ""
         if phase == "crashed":
             d = srv.log.diagnosis
-            rows = [head + Content.styled(f"  ✖ {when}{code}", f"bold {ps}"),
-                    Content.styled(fmt.clean(d.summary) if d else srv.signal or "the process ended", ps)]
-            if d and d.hint:
-                rows.append(Content.styled("fix: " + fmt.clean(d.hint), c["dim"]))
-            if not compact:
-                rows.append(Content.styled("enter: log at traceback · r: relaunch", c["dim"]))
-            return rows
+            status = Content.styled(f"✖ {when}{code}", f"bold {ps}")
+            cause = Content.styled(fmt.clean(d.summary) if d else srv.signal or "the process ended", ps)
+            fix = [Content.styled("fix: " + fmt.clean(d.hint), c["dim"])] if d and d.hint else []
+            keys = [] if compact else [Content.styled("enter: log at traceback · r: relaunch", c["dim"])]
+            if compact or head.cell_length + 2 + status.cell_length <= w:
+                return [head + Content.styled(f"  {status.plain}", f"bold {ps}"), cause, *fix, *keys]
+            # a narrow pane would cut 'crashed N ago' off the label's line: its own row (the keys are in the footer)
+            return [head, status, cause, *fix, *(keys if self.has_class("-tall") else [])]
         rows = [head, Content.styled(f"■ {when}{code}", f"bold {ps}")]
         log = srv.log
         last = fmt.last_figures(log.gen_throughput, log.running, log.queued, log.token_usage)
