@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shlex
 
+from console.fleet.logtail import MAX_FRAME
 from console.fleet.monitor import SGLANG_RE
 from console.gpu import nvsmi
 from console.sglang.command import shell_path
@@ -153,7 +154,7 @@ arrives in ~20 batches a second per host instead of one packet per line, which w
 console's CPU in benchmarks/bench_console_cpu.py."""
 
 
-def agent_tail_command(python: str, files: list[tuple[str, int]], max_frame: int = 262_144,
+def agent_tail_command(python: str, files: list[tuple[str, int]], max_frame: int = MAX_FRAME,
                        gap_s: float = TAIL_GAP_S) -> str:
     """The multiplexed tail of every server log, from the byte offsets already read."""
     words = " ".join(f"{shell_path(p)} {int(o)}" for p, o in files)

@@ -121,7 +121,8 @@ class FrameReader:
                 out.append(Missing(int(parts[1])))
             elif len(parts) == 4 and parts[2] == "T" and parts[1].isdigit() and parts[3].isdigit():
                 out.append(Truncated(int(parts[1]), int(parts[3])))
-            elif len(parts) == 4 and all(p.isdigit() for p in parts[1:]):
+            elif len(parts) == 4 and all(p.isdigit() for p in parts[1:]) and int(parts[3]) <= MAX_FRAME:
+                # (a longer frame is never sent by either loop: its header is noise, not LEN bytes to hold)
                 self._cur, self._need = (int(parts[1]), int(parts[2])), int(parts[3])
                 if self._need == 0:
                     self._cur = None

@@ -107,3 +107,10 @@ def test_agent_sends_at_most_1_mib_of_a_flooding_compute_apps_query(tmp_path) ->
         p.wait()
     apps = data.split(b"==> apps\n", 1)[1].split(b"==> rc", 1)[0]
     assert b"==> end\n" in data and 1_000_000 < len(apps) <= 1024 * 1024 + 1
+
+
+def test_log_tail_header_claiming_a_huge_frame_is_noise() -> None:
+    """`==> 0 0 9999999999` would make the reader hold 10 GB for one frame; no loop sends over MAX_FRAME."""
+    r = FrameReader()
+    out = r.feed(b"==> 0 0 9999999999\n" + b"q" * 100_000 + b"\n==> 0 0 3\nabc")
+    assert [c.data for c in out if isinstance(c, Chunk)] == [b"abc"] and not r._got
