@@ -10,7 +10,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 
-from console.sglang.logmarkers import ABORT, CRASH, FRAGMENT, classify
+from console.sglang.logmarkers import CRASH, FRAGMENT, OWN_BLOCK, classify
 from console.sglang.logtext import Header, find_embedded_header, learn_prefix, parse_header, unwrap
 from console.sglang.logtrace import EXC, Tracebacks, add_error
 from console.sglang.phase import Phase
@@ -111,9 +111,6 @@ class BareLines:
     def _marker(self, kind: str, s: str) -> None:
         """A bare line that says the process died (after any prefix): mark the crash, open its block if it heads one."""
         self.sglang_lines += 1
-        if kind is FRAGMENT:
-            self._tb.open(s, self.ts, self.phase, fatal=True)
-            return
         if kind is CRASH:
             self._crash_marker(s, None)
             return
@@ -121,5 +118,5 @@ class BareLines:
             self._tb.close()
         self._crash_marker(s, None, opens_block=True)
         self._tb.open(s, self.ts, self.phase, fatal=True)
-        if kind is ABORT and self._tb.block is not None:
+        if kind is not OWN_BLOCK and self._tb.block is not None:  # an abort; C++ frames on their own are one too
             self._tb.block.abort = True

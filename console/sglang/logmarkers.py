@@ -11,7 +11,7 @@ OWN_BLOCK = "own_block"
 ABORT = "abort"
 """A process abort: a crash, and the lines after it (`what():`, thread dumps) are its evidence."""
 FRAGMENT = "fragment"
-"""C++ exception frames follow (`Exception raised from ...`): evidence, not by itself a crash."""
+"""C++ exception frames follow (`Exception raised from ...`): part of an open traceback's message, else a process abort."""
 
 _RANK_DEAD = re.compile(r"Rank \d+ scheduler is dead")
 _CRASH_STARTS = ("Received sigquit", "SIGQUIT received", "Exit code:")

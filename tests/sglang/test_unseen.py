@@ -33,10 +33,24 @@ def test_1_a_traceback_that_ends_the_log_is_closed(end: str) -> None:
     "milliseconds before timing out.\n",
     "[2026-01-01 10:05:00] Rank 1 scheduler is dead. Please check if there are relevant logs.\n",
     "[2026-01-01 10:05:00] Exit code: -9\n",
+    "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:609 (most recent call first):\n"
+    "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f in /venv/torch/lib/libc10.so)\n",
 ])
 def test_2_process_aborts_are_crashes(text: str) -> None:
     s, d = diagnose_text(startup(2, until="cuda_graph") + text)
     assert s.crashed and d is not None
+
+
+def test_2_c10_frames_inside_a_python_traceback_are_its_message_not_an_abort() -> None:
+    """While serving, a handled torch error that quotes `Exception raised from` is one traceback, not a crash."""
+    text = (startup(1) + "[2026-01-01 10:06:00] Error in request: Traceback (most recent call last):\n"
+            '  File "/venv/sglang/srt/entrypoints/http_server.py", line 1, in generate\n'
+            "RuntimeError: shape mismatch\nException raised from check at ../aten/src/ATen/native/x.cpp:1 (most recent call first):\n"
+            "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f in /venv/torch/lib/libc10.so)\n"
+            "[2026-01-01 10:06:01] Decode batch, #running-req: 1, #token: 9, token usage: 0.00, gen throughput (token/s): 50.00, "
+            "#queue-req: 0\n")
+    s, d = diagnose_text(text)
+    assert not s.crashed and d is None and s.phase.value == "serving"
 
 
 def test_2_the_what_text_is_classified() -> None:
