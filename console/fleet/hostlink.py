@@ -308,7 +308,7 @@ class HostLink:
                         last = time.monotonic()
                         self.emit([GpuSample(self.name, time.time(), tuple(tick))])
                     if bad:
-                        text_seen.extend(bad)
+                        text_seen = (text_seen + bad)[-50:]  # enough to name the error; a garbage flood stays bounded
                         err = nvsmi.error_text("\n".join(bad))
                         self.emit([TelemetryError(self.name, time.time(), err or f"nvidia-smi printed garbage: {bad[0][:120]!r}")])
             finally:
