@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from console.sim.fleet import build_host
+from console.sim.fleet import build_host, sim_down
 from console.sim.spec import PRESET_SPECS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,39 +43,42 @@ def test_every_command_on_a_local_host(sim_root: Path, tmp_path: Path):
             assert bad not in r.stderr, (args, r.stderr)
         return r
 
-    run("check")
     def phases(out: str) -> set[str]:
         """The phases of the progress lines printed while --wait waited."""
         return {ln.split()[1] for ln in out.splitlines() if ln.startswith(f"{name}  ") and ln.endswith(" s)")}
 
-    r = run("launch", "gen", "--wait")
-    assert len(phases(r.stdout)) >= 2 and f"{name} is ready" in r.stdout, r.stdout
-    doc = json.loads(run("status", "--json").stdout)
-    mine = [s for s in doc["servers"] if s["managed"]]  # other sim servers on this machine are external here
-    assert [s["phase"] for s in mine] in (["ready"], ["serving"]), mine
-    assert len(run("logs", name, "-n", "3").stdout.splitlines()) == 3
-    run("probe", name, "--max-tokens", "4")
-    run("bench", name, "--concurrency", "1", "--input-len", "8", "--output-len", "4", "--num-prompts", "2",
-        "--no-save")
-    r = run("restart", name, "--wait")
-    assert len(phases(r.stdout)) >= 2 and f"{name} is ready" in r.stdout, r.stdout
-    doc = json.loads(run("status", "--json").stdout)
-    mine = [s for s in doc["servers"] if s["managed"]]
-    r = run("stop", "gne@box:gpu1", rc=2)
-    assert f"did you mean '{name}'?" in r.stderr, r.stderr
-    run("stop", name)
-    assert "already stopped" in run("stop", name).stdout
-    log = mine[0]["log_path"]
-    run("diagnose", log)
+    try:
+        run("check")
+        r = run("launch", "gen", "--wait")
+        assert len(phases(r.stdout)) >= 2 and f"{name} is ready" in r.stdout, r.stdout
+        doc = json.loads(run("status", "--json").stdout)
+        mine = [s for s in doc["servers"] if s["managed"]]  # other sim servers on this machine are external here
+        assert [s["phase"] for s in mine] in (["ready"], ["serving"]), mine
+        assert len(run("logs", name, "-n", "3").stdout.splitlines()) == 3
+        run("probe", name, "--max-tokens", "4")
+        run("bench", name, "--concurrency", "1", "--input-len", "8", "--output-len", "4", "--num-prompts", "2",
+            "--no-save")
+        r = run("restart", name, "--wait")
+        assert len(phases(r.stdout)) >= 2 and f"{name} is ready" in r.stdout, r.stdout
+        doc = json.loads(run("status", "--json").stdout)
+        mine = [s for s in doc["servers"] if s["managed"]]
+        r = run("stop", "gne@box:gpu1", rc=2)
+        assert f"did you mean '{name}'?" in r.stderr, r.stderr
+        run("stop", name)
+        assert "already stopped" in run("stop", name).stdout
+        log = mine[0]["log_path"]
+        run("diagnose", log)
 
-    journal = run("journal", "-n", "0").stdout
-    assert "── launch gen" in journal and "── stop gen@box:gpu1" in journal, journal
-    assert "def procs_mode" not in journal and "import os" not in journal  # the agent's source is a digest
-    polling = run("journal", "-n", "0", "--kind", "polling").stdout
-    assert "<script " in polling and "sha256 " in polling and "── " not in polling, polling
-    assert "nvidia-smi" not in journal.split("── launch gen")[0]  # status added no action records
-    raw = [json.loads(x) for x in run("journal", "-n", "0", "--json", "--kind", "all").stdout.splitlines()]
-    assert all(len(r.get("command", "")) < 4000 for r in raw)
-    assert {r["op_name"] for r in raw if r.get("op")} >= {"launch gen", f"stop {name}"}
-    r = run("journal", "--host", "bxo", rc=2)
-    assert "unknown host 'bxo'; did you mean 'box'?" in r.stderr, r.stderr
+        journal = run("journal", "-n", "0").stdout
+        assert "── launch gen" in journal and "── stop gen@box:gpu1" in journal, journal
+        assert "def procs_mode" not in journal and "import os" not in journal  # the agent's source is a digest
+        polling = run("journal", "-n", "0", "--kind", "polling").stdout
+        assert "<script " in polling and "sha256 " in polling and "── " not in polling, polling
+        assert "nvidia-smi" not in journal.split("── launch gen")[0]  # status added no action records
+        raw = [json.loads(x) for x in run("journal", "-n", "0", "--json", "--kind", "all").stdout.splitlines()]
+        assert all(len(r.get("command", "")) < 4000 for r in raw)
+        assert {r["op_name"] for r in raw if r.get("op")} >= {"launch gen", f"stop {name}"}
+        r = run("journal", "--host", "bxo", rc=2)
+        assert "unknown host 'bxo'; did you mean 'box'?" in r.stderr, r.stderr
+    finally:
+        sim_down(sim_root)  # a failed step leaves no sim server behind
