@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from console import hostjson
 from console.sglang.benchstats import LevelResult, RequestSample, aggregate, default_num_prompts
 
 Progress = Callable[[int, int, int], None]
@@ -111,7 +112,7 @@ class LoadGenerator:
             return self.model
         try:
             r = await self._client.get(f"{self.base}/v1/models", headers=self._headers, timeout=15.0)
-            data = (r.json().get("data") or []) if r.status_code == 200 else []
+            data = (hostjson.loads(r.content, "/v1/models").get("data") or []) if r.status_code == 200 else []
             self.model = str(data[0]["id"]) if data else "default"
         except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
             self.model = "default"
@@ -121,7 +122,7 @@ class LoadGenerator:
         """A few /server_info fields worth keeping with a run (never api_key); {} when unavailable."""
         try:
             r = await self._client.get(f"{self.base}/server_info", headers=self._headers, timeout=15.0)
-            info = r.json() if r.status_code == 200 else {}
+            info = hostjson.loads(r.content, "/server_info") if r.status_code == 200 else {}
         except (httpx.HTTPError, ValueError):
             return {}
         return {k: info[k] for k in SERVER_INFO_KEYS if isinstance(info, dict) and k in info}

@@ -99,7 +99,7 @@ class BadServer:
         if path == "/health":
             return await self._ok(path, w)
         doc = b"[" * DEEP + b"]" * DEEP
-        if path.startswith("/v1/"):
+        if path.startswith("/v1/chat"):
             w.write(SSE_HEAD + b"data: " + doc + b"\n\n")
         else:
             w.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"

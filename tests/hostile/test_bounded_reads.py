@@ -202,3 +202,11 @@ async def test_bench_request_with_a_too_deep_event_fails_that_request_only(bad: 
     async with LoadGenerator(BenchSpec(bad.url, concurrency=(1,), model="m", warmup=False)) as g:
         s = await g.request(b'{"model": "m", "messages": [], "stream": true}')
     assert not s.ok and s.error is not None and "RecursionError" in s.error
+
+
+async def test_bench_model_discovery_and_server_info_survive_too_deep_json(bad: BadServer) -> None:
+    from console.sglang.bench import BenchSpec, LoadGenerator
+
+    bad.mode = "deep"
+    async with LoadGenerator(BenchSpec(bad.url, concurrency=(1,), warmup=False)) as g:
+        assert await g.discover_model() == "default" and await g.server_info() == {}
