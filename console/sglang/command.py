@@ -13,16 +13,19 @@ import shlex
 from dataclasses import dataclass, field
 
 from console.config import Fleet, Host, Preset
+from console.masking import is_secret_name
 
 LAUNCH_MODULE = "sglang.launch_server"
 SECRET_FLAGS = ("--api-key", "--admin-api-key")
 """SGLang flags whose value is a secret: given to SGLang through its `--config` YAML file, never on argv."""
-_SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+_SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD", re.IGNORECASE)
 
 
 def is_secret_env(name: str) -> bool:
-    """`HF_TOKEN`, `*_KEY`, `*_SECRET`, `*PASSWORD*`...: the same rule the journal masks by."""
-    return bool(_SECRET_ENV.search(name))
+    """`HF_TOKEN`, `*_KEY`, `*_SECRET`, `*PASSWORD*`...: a superset of what output masking calls secret
+    (`console.masking.is_secret_name`, word-based so that `max_total_num_tokens` shows): whatever is masked in
+    output also stays off argv, and a little more stays off argv than is masked (e.g. `TOKENIZERS_PARALLELISM`)."""
+    return is_secret_name(name) or bool(_SECRET_ENV.search(name))
 
 
 def split_secret_args(args: list[str] | tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
