@@ -236,8 +236,12 @@ def run_checks(ctl: FleetController, preset_name: str, plans: list[LaunchPlan], 
             who = describe_pid(ctl, host, pid, f.procs) if pid else (owner or "another process")
             checks.append(PreCheck("port free", False, f"port {r.port} on {host} is in use by {who}"))
         elif owner is not None:
-            checks.append(PreCheck("port free", False, f"port {r.port} on {host} belongs to {owner}, which is "
-                                   "still starting (a server listens once it has loaded)"))
+            m = live.get(owner)
+            who = f"{owner}, {describe_pid(ctl, host, m.pid, f.procs)}" if m is not None and m.pid else owner
+            s = ctl.state.servers.get(owner)
+            why = ("" if s is not None and s.phase in ("ready", "serving")
+                   else ", which is still starting (a server listens once it has loaded)")
+            checks.append(PreCheck("port free", False, f"port {r.port} on {host} belongs to {who}{why}"))
         elif not f.ports_known:
             checks.append(PreCheck("port free", False, f"cannot list listening ports on {host} (no ss, no "
                                    "/proc/net/tcp)", blocking=False))
