@@ -12,7 +12,6 @@ import os
 import sys
 
 from console import __version__
-from console.config import ConfigError
 from console.remote_text import safe_output
 
 COMMANDS = ("status", "launch", "stop", "restart", "probe", "logs", "trust", "journal",
@@ -41,7 +40,7 @@ def build_parser(with_commands: bool = True) -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"dflash-console {__version__}")
     _global_options(ap, suppress=False)
     ap.add_argument("--demo", action="store_true", help="open on a temporary simulated fleet (no real hosts)")
-    if not with_commands:  # the TUI: no need to import every subcommand (asyncssh alone is 0.4 s)
+    if not with_commands:  # the TUI: no need to import every subcommand
         ap.set_defaults(command=None)
         return ap
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
@@ -73,15 +72,24 @@ def main(argv: list[str] | None = None) -> int:
             rc = int(args.func(args) or 0)
             sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not in the exit-time flush
         return rc
-    except ConfigError as e:
-        for issue in e.issues:
-            print(issue, file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         _drop_stdout()
         return EXIT_BROKEN_PIPE
+    except Exception as e:
+        if not _is_config_error(e):
+            raise
+        for issue in e.issues:  # type: ignore[attr-defined]
+            print(issue, file=sys.stderr)
+        return 2
+
+
+def _is_config_error(e: Exception) -> bool:
+    """A ConfigError, told without importing console.config (pydantic) for commands that never load it:
+    only a loaded console.config can have raised one."""
+    config = sys.modules.get("console.config")
+    return config is not None and isinstance(e, config.ConfigError)
 
 
 def _drop_stdout() -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+from typing import TYPE_CHECKING
 
-from console.config import load_fleet
-from console.sglang.command import plan_launch
-from console.sglang.lint import Finding, lint_preset
+if TYPE_CHECKING:
+    from console.sglang.lint import Finding
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,6 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.config import load_fleet
+    from console.sglang.command import plan_launch
+    from console.sglang.lint import lint_preset
+
     fleet = load_fleet(args.hosts)
     print(f"{fleet.source}: {len(fleet.hosts)} hosts, {len(fleet.presets)} presets")
     names = args.presets or list(fleet.presets)

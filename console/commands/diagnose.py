@@ -6,11 +6,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from console.sglang.diagnose import Diagnosis, ProcessFacts, diagnose_text
-from console.sglang.logstate import LogSummary
-from console.sglang.phase import LABELS, STARTUP_PHASES
+if TYPE_CHECKING:
+    from console.sglang.diagnose import Diagnosis
+    from console.sglang.logstate import LogSummary
 
 MAX_BYTES = 256 * 1024 * 1024
 
@@ -26,6 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.sglang.diagnose import ProcessFacts, diagnose_text
+
     results: list[dict[str, Any]] = []
     unreadable = crashed = foreign = False
     process = None
@@ -94,6 +96,8 @@ def to_record(name: str, s: LogSummary, d: Diagnosis | None) -> dict[str, Any]:
 
 
 def _ok_summary(s: LogSummary) -> str:
+    from console.sglang.phase import LABELS
+
     if s.stopped_reason:
         return f"stopped: {s.stopped_reason}"
     return f"{LABELS[s.phase]}{' (draft model)' if s.draft else ''}"
@@ -129,6 +133,8 @@ def render(rec: dict[str, Any], s: LogSummary) -> str:
     elif rec["summary"]:
         out.append(f"  summary: {rec['summary']}")
     if rec["timeline"]:
+        from console.sglang.phase import STARTUP_PHASES
+
         order = [p.value for p in STARTUP_PHASES]
         keys = sorted(rec["timeline"], key=lambda k: (order.index(k.removeprefix("draft_")) if k.removeprefix("draft_") in order else 99, k))
         parts = [f"{k} {rec['timeline'][k]:.1f}s" for k in keys]

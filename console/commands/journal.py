@@ -10,10 +10,7 @@ import argparse
 import json
 
 from console.commands.names import did_you_mean
-from console.config import ConfigError, load_fleet
-from console.fleet.journal import format_record, journal_path, read_journal
 from console.fleet.journalview import KINDS, grouped_lines, host_of_record, select
-from console.fleet.report import EXIT_OK, EXIT_USAGE, fail
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _known_hosts(args: argparse.Namespace, recs: list[dict]) -> list[str]:
+    from console.config import ConfigError, load_fleet
+
     names = {h for r in recs if (h := host_of_record(r))}
     try:
         names |= set(load_fleet(args.hosts).hosts)
@@ -37,6 +36,9 @@ def _known_hosts(args: argparse.Namespace, recs: list[dict]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.fleet.journal import format_record, journal_path, read_journal
+    from console.fleet.report import EXIT_OK, EXIT_USAGE, fail
+
     recs = list(read_journal())
     if args.host:
         known = _known_hosts(args, recs)

@@ -12,12 +12,10 @@ import contextlib
 import sys
 import time
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
-from console.config import load_fleet
-from console.fleet.api import ActionOutcome
-from console.fleet.controller import FleetController
-from console.fleet.journal import mask
-from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, run_async, session
+if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the command runs, not for `--help`
+    from console.fleet.controller import FleetController
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -91,6 +89,11 @@ async def watch_progress(ctl: FleetController, names: list[str]) -> AsyncIterato
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.config import load_fleet
+    from console.fleet.api import ActionOutcome
+    from console.fleet.journal import mask
+    from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, run_async, session
+
     fleet = load_fleet(args.hosts)
     if args.preset not in fleet.presets:
         return fail(f"unknown preset '{args.preset}' (known: {', '.join(fleet.presets) or 'none'})", EXIT_USAGE)

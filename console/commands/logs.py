@@ -9,13 +9,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import TYPE_CHECKING
 
 from console.commands.stop import resolve, unknown_host_of
-from console.config import load_fleet
-from console.fleet.controller import FleetController
-from console.fleet.events import LogData
-from console.fleet.report import EXIT_OK, EXIT_USAGE, fail, host_of, run_async, session
-from console.transport.base import TransportError
+
+if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the command runs, not for `--help`
+    from console.fleet.controller import FleetController
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +27,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.config import load_fleet
+    from console.fleet.events import LogData
+    from console.fleet.report import EXIT_OK, EXIT_USAGE, fail, host_of, run_async, session
+    from console.transport.base import TransportError
+
     fleet = load_fleet(args.hosts)
     host = host_of(args.name, fleet)
     if host is None:

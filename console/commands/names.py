@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from console.config import Fleet
-from console.fleet.state import FleetState
-from console.sglang.command import all_replicas
+if TYPE_CHECKING:  # pydantic's config and the state are needed when a name is resolved, not for `--help`
+    from console.config import Fleet
+    from console.fleet.state import FleetState
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ def did_you_mean(word: str, candidates: list[str]) -> str:
 
 def known_names(fleet: Fleet, state: FleetState | None = None) -> list[str]:
     """Every name a user may type: presets, their planned replicas, and servers seen now."""
+    from console.sglang.command import all_replicas
+
     names = list(fleet.presets) + [r.name for r in all_replicas(fleet)]
     if state is not None:
         names += [n for n in state.servers if n not in names]
@@ -35,6 +38,8 @@ def known_names(fleet: Fleet, state: FleetState | None = None) -> list[str]:
 
 def resolve(state: FleetState, fleet: Fleet, name: str) -> Resolved:
     """An exact server name, or the only server of a preset; a preset with several is ambiguous."""
+    from console.sglang.command import all_replicas
+
     s = state.servers.get(name)
     if s is not None:
         return Resolved(name, stopped=s.phase == "stopped")

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from console.commands.stop import resolve, unknown_host_of
-from console.config import load_fleet
-from console.fleet.controller import FleetController
-from console.fleet.journal import mask
-from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, host_of, run_async, session
+
+if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the command runs, not for `--help`
+    from console.fleet.controller import FleetController
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,6 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 async def probe_url(url: str, prompt: str, max_tokens: int, api_key_env: str | None, as_json: bool) -> int:
+    from console.fleet.journal import mask
+    from console.fleet.report import EXIT_FAILED, EXIT_OK
     from console.sglang.client import SGLangClient
 
     async with SGLangClient(url, api_key_env=api_key_env, timeout=30) as c:
@@ -51,6 +53,9 @@ async def probe_url(url: str, prompt: str, max_tokens: int, api_key_env: str | N
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.config import load_fleet
+    from console.fleet.report import EXIT_USAGE, fail, host_of, run_async, session
+
     if args.target.startswith(("http://", "https://")):
         return run_async(probe_url(args.target, args.prompt, args.max_tokens, None, args.json))
     fleet = load_fleet(args.hosts)

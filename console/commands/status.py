@@ -11,10 +11,10 @@ import asyncio
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
-from console.fleet.controller import FleetController
-from console.fleet.journal import mask
-from console.fleet.report import EXIT_OK, EXIT_UNREACHABLE, run_async, session, status_doc
+if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the command runs, not for `--help`
+    from console.fleet.controller import FleetController
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,10 +51,14 @@ def render(doc: dict) -> str:
             name = s["name"] + ("" if s["managed"] else " (external)")
             out.append(f"{name:44} {s['phase']:16} {tp:>8} {_fmt(s['port']):>6} {s['memory_mib']:>8}  "
                        f"{s['summary'] or ''}")
+    from console.fleet.journal import mask
+
     return mask("\n".join(out))
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.fleet.report import EXIT_OK, EXIT_UNREACHABLE, run_async, session, status_doc
+
     async def body(ctl: FleetController) -> int:
         deadline = time.monotonic() + args.wait
         while time.monotonic() < deadline and not all(h.gpus or h.conn != "up" or h.telemetry_error

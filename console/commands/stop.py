@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from console.commands.names import did_you_mean, known_names
 from console.commands.names import resolve as resolve_name
-from console.config import Fleet, load_fleet
-from console.fleet.controller import FleetController
-from console.fleet.journal import mask
-from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, host_of, run_async, session
+
+if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the command runs, not for `--help`
+    from console.config import Fleet
+    from console.fleet.controller import FleetController
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, verb: str) -> int:
+    from console.config import load_fleet
+    from console.fleet.journal import mask
+    from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, host_of, run_async, session
+
     fleet = load_fleet(args.hosts)
     host = host_of(args.name, fleet)
     if host is None:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import TYPE_CHECKING
 
-from console.config import load_fleet
-from console.transport.base import TransportError
-from console.transport.ssh import SshTransport
-from console.transport.trust import HostKeyInfo, add_trusted, console_known_hosts
+if TYPE_CHECKING:  # asyncssh is imported when the command runs, not for `--help`
+    from console.transport.trust import HostKeyInfo
 
 EXIT_TRUSTED, EXIT_DECLINED, EXIT_UNREACHABLE = 0, 1, 3
 
@@ -22,6 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.config import load_fleet
+    from console.transport.base import TransportError
+    from console.transport.ssh import SshTransport
+    from console.transport.trust import add_trusted
+
     fleet = load_fleet(args.hosts)
     if args.host not in fleet.hosts:
         print(f"error: unknown host '{args.host}' (known: {', '.join(fleet.hosts) or 'none'})", file=sys.stderr)
@@ -63,6 +67,8 @@ def _show(info: HostKeyInfo) -> None:
 
 
 def _confirm(info: HostKeyInfo) -> bool:
+    from console.transport.trust import console_known_hosts
+
     prompt = f"Trust this key for {info.host_name} (written to {console_known_hosts()})? [y/N] "
     print(prompt, end="", flush=True)
     try:
