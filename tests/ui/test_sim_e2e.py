@@ -106,9 +106,12 @@ async def test_marked_gpus_launch_there_on_free_ports_on_sim(tmp_path) -> None: 
         async with app.run_test(size=(160, 48)) as pilot:
             await until(pilot, lambda: app.api is not None and len(app.state.hosts) >= 2 and all(
                 h.conn == "up" and h.gpus for h in app.state.hosts.values()), what="both sim hosts up")
-            await pilot.pause(0.3)
+            def pane(gpu: int) -> GpuPane | None:
+                return next((p for p in app.screen.query(GpuPane) if p.host == "blackwell" and p.gpu == gpu), None)
+
+            await until(pilot, lambda: pane(2) is not None and pane(3) is not None, 10, "blackwell's panes")
             for gpu in (2, 3):
-                next(p for p in app.screen.query(GpuPane) if p.host == "blackwell" and p.gpu == gpu).focus()
+                pane(gpu).focus()  # type: ignore[union-attr]
                 await pilot.pause()
                 await pilot.press("space")
             await pilot.press("l")
