@@ -42,6 +42,10 @@ SEQUENCES: dict[str, str] = {
     "8-bit OSC 0 (BEL)": "\x9d0;title\x07",
     "DCS string": "\x1bPq#0;2;0;0;0\x1b\\",
     "C1 controls (NEL, IND, SS3)": "\x85\x84\x8f",
+    "C1 controls U+0080-U+009F (all 32; the strings they open closed by ST)": "".join(map(chr, range(0x80, 0xA0)))
+    + "\x9c",
+    "8-bit OSC 8 hyperlink (8-bit ST)": "\x9d8;;http://evil.example/\x9c",
+    "8-bit CSI cursor moves and SGR": "\x9b10;5H\x9b3A\x9b1;31m",
     "C0 controls (NUL, BEL, BS, SO, ESC alone, DEL)": "\x00\x07\x08\x0e\x1b\x7f",
     "unterminated OSC": "\x1b]52;c;dW50ZXJt",
 }
@@ -196,7 +200,7 @@ async def _tui_outputs(export_dir: Path) -> dict[str, tuple[str, str]]:
         api.emit(HostDown("blackwell", NOW, "ssh: " + payload("HOSTDOWN")))
         tb = ["Traceback (most recent call last):", '  File "x.py", line 1, in <module>',
               "RuntimeError: " + payload("CRASHED")]
-        api.emit(LogData(name, NOW, "/l", sum(len(ln) + 1 for ln in lines),
+        api.emit(LogData(name, NOW, "/l", len(("\n".join(lines) + "\n").encode()),  # bytes, not chars
                          ("\n".join(tb) + "\n").encode()), ServerGone(name, NOW, exit_status=1))
         await pilot.pause(0.4)
         out["screen: host band (host error)"] = (screen(), "HOSTDOWN")
