@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -11,6 +12,14 @@ from pathlib import Path
 
 DEFAULT_OUT = Path(__file__).with_name(".results") / "reliability.json"
 _lock = threading.Lock()
+SEED = int(os.environ.get("DFLASH_RELIABILITY_SEED") or 19)
+"""One seed for every generated trial (hypothesis `@seed`, `rng`), so two runs try the same cases and their
+trial counts compare; $DFLASH_RELIABILITY_SEED picks another set."""
+
+
+def rng(name: str) -> random.Random:
+    """A random generator of its own for `name`, seeded from SEED (a test's draws do not shift another's)."""
+    return random.Random(f"{SEED}:{name}")
 
 
 @dataclass
@@ -39,6 +48,12 @@ def record(suite: str, case: str, trial: int, ok: bool, seconds: float, detail: 
     return t
 
 
+def count() -> int:
+    """Records so far (a test that fails having recorded none is recorded by the suites' hook)."""
+    with _lock:
+        return len(_RECORDS)
+
+
 def write() -> Path | None:
     """Write every record of this run (merged with records from this run's other suites)."""
     with _lock:
@@ -48,7 +63,7 @@ def write() -> Path | None:
     p = out_path()
     p.parent.mkdir(parents=True, exist_ok=True)
     doc = {"written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "pid": os.getpid(),
-           "trials_scale": os.environ.get("DFLASH_FAULT_TRIALS", ""), "records": recs}
+           "trials_scale": os.environ.get("DFLASH_FAULT_TRIALS", ""), "seed": SEED, "records": recs}
     tmp = p.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1))
     os.replace(tmp, p)
