@@ -24,6 +24,7 @@ BENCHMARKS: list[tuple[str, list[str], list[str], int]] = [
     ("bench_console_cpu", ["--seconds", "60"], ["--seconds", "20"], 240),
     ("bench_keypress", [], ["--presses", "4", "--seconds", "15"], 150),
     ("bench_sim_tolerance", [], ["--concurrency", "1,16"], 120),
+    ("bench_cli_startup", [], ["--repeat", "3"], 180),
 ]
 
 
