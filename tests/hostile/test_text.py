@@ -8,7 +8,7 @@ import itertools
 import re
 import time
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from rich.style import Style
 
@@ -50,8 +50,9 @@ def log_bytes(draw: st.DrawFn) -> bytes:
     return b"".join(parts)
 
 
-@settings(max_examples=trials(150), deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                          HealthCheck.data_too_large])
+@seed(results.SEED)  # the same streams every run: trial counts compare
+@settings(max_examples=trials(150), deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=log_bytes(), cuts=st.lists(st.integers(0, 2_000_000), max_size=8))
 def test_parser_and_state_never_raise(data: bytes, cuts: list[int]) -> None:
     t0 = time.monotonic()
@@ -182,7 +183,8 @@ def test_marked_payloads_take_no_style_on_any_screen() -> None:
 _N = {"n": 0}
 
 
-@settings(max_examples=trials(4), deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+@seed(results.SEED)
+@settings(max_examples=trials(4), deadline=None, database=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(lines=st.lists(st.lists(st.sampled_from([*FRAGMENTS, "a", " ", "MARKA"]), max_size=12).map("".join),
                       max_size=12),
