@@ -24,7 +24,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = {"detect_s": "detected (s)", "samples": "process samples after the crash", "reconnect_s": "reconnect after link back (s)", "reattach_s": "re-attach (s)",
            "console_s": "console ran (s)", "stop_s": "stop (s)", "max_key_s": "worst key (s)",
-           "p90_key_s": "p90 key (s)", "max_loop_lag_s": "worst loop lag (s)"}
+           "p90_key_s": "p90 key (s)", "max_loop_lag_s": "worst loop lag (s)",
+           "refusal_s": "both launches returned (s)", "gate_gave_up_s": "gate gave up after (s)",
+           "took_s": "took (s)", "baseline_s": "normal request (s)", "loop_lag_s": "loop lag (s)",
+           "held_bytes": "held (bytes)", "parse_s": "parse on the loop (s)", "deadline_s": "deadline (s)",
+           "bound_s": "bound (s)"}
+"""Labels of the figures trials record; a figure with no label here is printed under its own key."""
 
 
 def run_suites(suites: list[str], scale: str | None, out: Path) -> tuple[int, float]:
@@ -85,10 +90,11 @@ def table(doc: dict[str, Any], group: bool = True) -> str:
         total += len(recs)
         passed += ok
         figs = []
-        for key, label in FIGURES.items():
+        keys = list(FIGURES) + sorted({k for r in recs for k in r.get("figures", {})} - set(FIGURES))
+        for key in keys:
             vals = [float(r["figures"][key]) for r in recs if key in r.get("figures", {})]
             if vals:
-                figs.append(f"{label} {_fmt(vals)}")
+                figs.append(f"{FIGURES.get(key, key)} {_fmt(vals)}")
         if any("detect_s" in r.get("figures", {}) for r in recs):
             w = sum(1 for r in recs if float(r["figures"].get("detect_s", 99)) <= 2.0)
             figs.append(f"within 2 s: {w}/{len(recs)}")
@@ -97,6 +103,19 @@ def table(doc: dict[str, Any], group: bool = True) -> str:
         lines.append(f"| {suite} | {case} | {len(recs)} | {ok} | {len(recs) - ok} | {'; '.join(figs)} | {why} |")
     lines.append(f"| **all** | | **{total}** | **{passed}** | **{total - passed}** | | |")
     return "\n".join(lines)
+
+
+def summary(doc: dict[str, Any]) -> str:
+    """The seed and trial counts a run is compared by (the same seed and scale give the same counts)."""
+    recs = doc.get("records", [])
+    per = OrderedDict()
+    for r in recs:
+        per[r["suite"]] = per.get(r["suite"], 0) + 1
+    counts = ", ".join(f"{s} {n}" for s, n in per.items())
+    failed = sum(1 for r in recs if not r["ok"])
+    return (f"Seed {doc.get('seed', 'unrecorded')} (hypothesis `@seed` or derandomized), "
+            f"DFLASH_FAULT_TRIALS={doc.get('trials_scale') or '1'}: {len(recs)} trials ({counts}), "
+            f"{failed} failed; written {doc.get('written_at', '?')}.")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.src:
         doc = json.loads(Path(a.src).read_text())
+        print(summary(doc) + "\n")
         print(table(doc, group=not a.flat))
         return 0 if all(r["ok"] for r in doc.get("records", [])) else 1
     out = Path(a.out) if a.out else Path(tempfile.mkstemp(prefix="reliability-", suffix=".json")[1])
@@ -119,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     doc = json.loads(out.read_text())
     print(f"Reliability run: `pytest tests/{' tests/'.join(a.suites.split(','))}` on {os.cpu_count()} cores, "
-          f"{wall:.0f} s wall, pytest exit {rc}, DFLASH_FAULT_TRIALS={a.trials or '1'}.\n")
+          f"{wall:.0f} s wall, pytest exit {rc}.")
+    print(summary(doc) + "\n")
     print(table(doc, group=not a.flat))
     ok = all(r["ok"] for r in doc.get("records", []))
     return 0 if ok and rc == 0 else 1
