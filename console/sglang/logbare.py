@@ -104,7 +104,7 @@ class BareLines:
                 self._tb.crash.exception_lines.append(s)
         elif s == "Killed" or (s and ERRISH.search(s)):
             add_error(self.errors, s)
-            self._tb.note(s)
+            self._tb.note(s, None)  # printed at an unknown time (no header of its own): never too old
         if s:
             self.tail.append(s)
 

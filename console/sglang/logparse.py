@@ -156,7 +156,7 @@ class LogParser(StartupLines, BareLines):
             if not self._startup(hdr, msg) and not self._record(hdr, msg, line):
                 if ERRISH.search(msg):
                     add_error(self.errors, line)
-                    self._tb.note(line)
+                    self._tb.note(line, self.ts)
             self.tail.append(line)
 
     def _record(self, hdr: Header, msg: str, line: str) -> bool:

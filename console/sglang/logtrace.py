@@ -20,6 +20,10 @@ EXC = re.compile(r"(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception|Exit|Interrupt|Failu
 BLOCK_LINES = 400
 KEEP_HEAD = 40
 CONTEXT_LINES = 40
+CONTEXT_S = 10.0
+"""A record line (it has its own time) counts as a crash's context only if printed this close before it: an
+import error SGLang ignored at start-up is not the cause of a crash a minute later. Lines without a header
+(asserts, traceback exceptions) have no time of their own and always count until the next progress."""
 
 
 class Tracebacks:
@@ -30,8 +34,8 @@ class Tracebacks:
         self.block: CrashInfo | None = None
         self.last: CrashInfo | None = None
         self.crash: CrashInfo | None = None
-        self.recent: deque[str] = deque(maxlen=CONTEXT_LINES)
-        """Error lines since the last progress (the crash's context)."""
+        self.recent: deque[tuple[str, float | None]] = deque(maxlen=CONTEXT_LINES)
+        """Error lines (with their log time) since the last progress: the crash's context."""
         self.interrupted = False
         """A KeyboardInterrupt was seen (someone pressed ctrl-C: stopped, not crashed)."""
         self.eof = False
@@ -65,12 +69,17 @@ class Tracebacks:
         if len(b.exception_lines) < 40:
             b.exception_lines.append(s)
         add_error(self.errors, s)
-        self.note(s)
+        self.note(s, None)
 
-    def note(self, line: str) -> None:
-        """An error-looking line: context for a crash that follows before any progress."""
-        if self.crash is None and (not self.recent or self.recent[-1] != line):
-            self.recent.append(line)
+    def note(self, line: str, ts: float | None) -> None:
+        """An error-looking line: context for a crash that follows soon, before any progress."""
+        if self.crash is None and (not self.recent or self.recent[-1][0] != line):
+            self.recent.append((line, ts))
+
+    def context(self, own: list[str], ts: float | None, but: str = "") -> list[str]:
+        """The recent error lines that are not the crash's own and were printed close before it."""
+        return [x for x, t in self.recent
+                if x not in own and x != but and (t is None or ts is None or 0.0 <= ts - t <= CONTEXT_S)]
 
     def close(self) -> None:
         b, self.block = self.block, None
@@ -118,7 +127,7 @@ class Tracebacks:
             c.block, c.exception_lines, c.abort = src.block, src.exception_lines, src.abort
             c.phase_at_crash = src.phase_at_crash
             c.rank = c.rank or src.rank
-        c.context = [x for x in self.recent if x not in c.block and x != line]
+        c.context = self.context(c.block, ts, line)
         return True
 
     def current(self, terminal: bool, up: bool) -> CrashInfo | None:
@@ -133,7 +142,7 @@ class Tracebacks:
 
     def _with_context(self, b: CrashInfo) -> CrashInfo:
         if not b.context:
-            b.context = [x for x in self.recent if x not in b.block]
+            b.context = self.context(b.block, b.ts)
         return b
 
 

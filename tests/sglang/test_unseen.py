@@ -139,3 +139,14 @@ def test_3_a_marker_keeps_its_meaning_behind_a_broken_header() -> None:
                          "KeyError: 151643\n")
     s, d = diagnose_text(text)
     assert s.crashed and d is not None and d.error_line == "KeyError: 151643"
+
+
+def test_4_an_error_long_before_the_crash_is_not_its_context() -> None:
+    """An import error SGLang ignored at start-up a minute before a cut crash does not name that crash."""
+    ignored = ("[2026-01-01 10:00:01 TP1] Ignore import error when loading sglang.srt.models.x. Command '['/usr/bin/gcc', "
+               "'main.c']' returned non-zero exit status 1.\n")
+    cut = "[{t} TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+    _, near = diagnose_text(ignored + cut.format(t="2026-01-01 10:00:02"))
+    _, far = diagnose_text(ignored + cut.format(t="2026-01-01 10:01:30"))
+    assert near is not None and near.cause == "kernel_compile_error"
+    assert far is not None and far.cause == "unknown"
