@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from console.fleet.report import EXIT_USAGE, fail, host_of, run_async, session
 
     if args.target.startswith(("http://", "https://")):
+        _remember_fleet_secrets(args.hosts)
         return run_async(probe_url(args.target, args.prompt, args.max_tokens, None, args.json))
     fleet = load_fleet(args.hosts)
     host = host_of(args.target, fleet)
@@ -71,3 +72,14 @@ def run(args: argparse.Namespace) -> int:
         return await probe_url(url, args.prompt, args.max_tokens, ctl.api_key_env(name), args.json)
 
     return run_async(session(args, [host], body, fleet=fleet))
+
+
+def _remember_fleet_secrets(path: str | None) -> None:
+    """A URL needs no hosts.toml, but when one loads, the secrets it names are masked in what the server says
+    (a bare HF_TOKEN echoed in an answer or /model_info was printed as is)."""
+    import contextlib
+
+    from console.config import ConfigError, load_fleet
+
+    with contextlib.suppress(ConfigError, OSError):
+        load_fleet(path)
