@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -13,13 +12,8 @@ from pathlib import Path
 DEFAULT_OUT = Path(__file__).with_name(".results") / "reliability.json"
 _lock = threading.Lock()
 SEED = int(os.environ.get("DFLASH_RELIABILITY_SEED") or 19)
-"""One seed for every generated trial (hypothesis `@seed`, `rng`), so two runs try the same cases and their
-trial counts compare; $DFLASH_RELIABILITY_SEED picks another set."""
-
-
-def rng(name: str) -> random.Random:
-    """A random generator of its own for `name`, seeded from SEED (a test's draws do not shift another's)."""
-    return random.Random(f"{SEED}:{name}")
+"""One seed for every generated trial (hypothesis `@seed`), so two runs try the same cases and their trial
+counts compare; $DFLASH_RELIABILITY_SEED picks another set."""
 
 
 @dataclass
