@@ -8,7 +8,8 @@ from pathlib import Path
 
 from textual.theme import Theme
 
-from console.config import user_config_dir
+from console.config import MAX_DEPTH, user_config_dir
+from console.tomlpos import too_deep
 
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "themes"
 DEFAULT_THEME = "dflash-dark"
@@ -41,9 +42,16 @@ class ThemeLoad:
 
 
 def theme_from_toml(text: str, fallback_name: str) -> Theme:
-    """Builds a Theme from a TOML document; raises ValueError with a readable reason."""
+    """Builds a Theme from a TOML document; raises ValueError with a readable reason.
+
+    Nesting is bounded before tomllib sees the text: tomllib recurses and dies near 300 levels.
+    """
+    if (deep := too_deep(text, MAX_DEPTH)) is not None:
+        raise ValueError(f"{deep[0]}:{deep[1]}: arrays/inline tables nested more than {MAX_DEPTH} deep")
     try:
         data = tomllib.loads(text)
+    except RecursionError:  # the depth scan should make this unreachable; never a traceback all the same
+        raise ValueError("values nested too deep to parse") from None
     except tomllib.TOMLDecodeError as e:
         raise ValueError(str(e)) from e
     if "primary" not in data:

@@ -90,6 +90,16 @@ def test_user_theme_folder_and_bad_files(tmp_path: Path) -> None:
         theme_from_toml('name = "x"\n', "x")
 
 
+def test_theme_file_nested_too_deep_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
+    """A user theme with a value nested 2000 deep killed the TUI at start with a RecursionError (issue 17.4)."""
+    (tmp_path / "deep.toml").write_text('primary = "#112233"\nx = ' + "[" * 2000 + "]" * 2000 + "\n")
+    (tmp_path / "mine.toml").write_text('primary = "#112233"\n')
+    loaded = load_themes([tmp_path])
+    assert [t.name for t in loaded.themes] == ["mine"]
+    assert len(loaded.problems) == 1 and "deep.toml" in loaded.problems[0]
+    assert "nested more than" in loaded.problems[0] and "2:" in loaded.problems[0]
+
+
 async def test_user_theme_selected_by_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from console.config import user_config_dir
     from console.ui.app import DflashApp
