@@ -108,9 +108,11 @@ def preset_ports(preset: Preset, n: int) -> list[int]:
 
 def expand_replicas(name: str, preset: Preset, gpus: list[int] | None = None,
                     ports: list[int] | None = None) -> list[Replica]:
-    """Split a preset's GPUs into TP groups; `gpus` overrides the preset's set, `ports` its ports (chosen free)."""
+    """Split a preset's GPUs into TP groups; `gpus` overrides the preset's set, `ports` its ports (chosen free).
+
+    Other GPUs keep the preset's TP (its own GPU count when `tp` is unset): the args were sized for it."""
     use = list(gpus) if gpus is not None else list(preset.gpus)
-    tp = preset.tp or len(use)
+    tp = preset.tp or len(preset.gpus)
     if tp < 1 or len(use) % tp:
         raise ValueError(f"tp={tp} does not divide {len(use)} GPUs")
     n = len(use) // tp
