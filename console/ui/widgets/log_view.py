@@ -1,8 +1,10 @@
-"""LogView: a Line-API log pane that reads the state's line buffer in batches, with follow, search and filter."""
+"""LogView: a Line-API log pane that reads the state's line buffer incrementally, with follow, search and filter."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from itertools import islice
 
 from rich.segment import Segment
 from rich.style import Style
@@ -12,7 +14,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from console.ui import format as fmt
-from console.ui.logsearch import filter_rows, find_matches, level_of
+from console.ui.logsearch import filter_rows, level_of
 
 MAX_WIDTH = 4000
 """Horizontal scroll stops here; a 1 MB line is shown cropped, never measured or styled whole."""
@@ -40,55 +42,134 @@ class LogView(ScrollView, can_focus=True):
     def __init__(self, source: LineSource, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.source = source
-        self._lines: list[str] = []
+        self._src: object = None
+        """The source's line sequence last pulled from: a new one (a resynced log) is read whole."""
+        self._buf: list[str] = []
+        self._head = 0
+        """`_buf[_head:]` are the lines shown; dropped lines are skipped, then compacted away in bulk."""
         self._count = -1
-        self._rows: list[int] = []
+        self._frows: list[int] = []
+        self._fhead = 0
+        """Filtered: absolute line numbers kept (`_frows[_fhead:]`); unfiltered every line is a row."""
         self._width = 0
         self.query_text = ""
-        self.matches: list[int] = []
+        self._hits: list[int] = []
+        """Absolute line numbers containing the query, in order."""
         self.current = -1
-        self.cursor_row: int | None = None
-        """A row pointed at (traceback jump, search hit), drawn with a marker in the gutter."""
+        self._cursor: int | None = None
         self._styles: dict[str, Style] = {}
 
     # -- data ----------------------------------------------------------------------------
     @property
-    def lines(self) -> list[str]:
-        return self._lines
+    def _first(self) -> int:
+        """Absolute number (0-based, over the log's life) of the first line held."""
+        return self._count - (len(self._buf) - self._head)
 
     @property
-    def rows(self) -> list[int]:
-        return self._rows
+    def lines(self) -> Sequence[str]:
+        return _Tail(self._buf, self._head)
+
+    @property
+    def rows(self) -> Sequence[int]:
+        """Line indices (into `lines`) shown, one per row."""
+        if not self.filtered:
+            return range(len(self._buf) - self._head)
+        first = self._first
+        return [a - first for a in self._frows[self._fhead:]]
+
+    @property
+    def _nrows(self) -> int:
+        return len(self._frows) - self._fhead if self.filtered else len(self._buf) - self._head
+
+    def _abs_of_row(self, row: int) -> int:
+        return self._frows[self._fhead + row] if self.filtered else self._first + row
+
+    def _row_of_abs(self, a: int) -> int | None:
+        if not self.filtered:
+            r = a - self._first
+            return r if 0 <= r < self._nrows else None
+        i = bisect_left(self._frows, a, self._fhead)
+        return i - self._fhead if i < len(self._frows) and self._frows[i] == a else None
+
+    @property
+    def matches(self) -> list[int]:
+        """Rows whose line contains the query."""
+        rows = (self._row_of_abs(a) for a in self._hits)
+        return [r for r in rows if r is not None]
+
+    @property
+    def cursor_row(self) -> int | None:
+        """A row pointed at (traceback jump, search hit), drawn with a marker in the gutter."""
+        return None if self._cursor is None else self._row_of_abs(self._cursor)
+
+    @cursor_row.setter
+    def cursor_row(self, row: int | None) -> None:
+        self._cursor = None if row is None or not 0 <= row < self._nrows else self._abs_of_row(row)
 
     def pull(self, force: bool = False) -> bool:
-        """Takes whatever arrived since the last call (one batch per tick); True if anything changed."""
+        """Takes whatever arrived since the last call; True if anything changed.
+
+        Appends only the new lines (and their filter rows, search hits and widths) and drops the ones
+        the source let go from the front: no copy or re-measure of the whole 20k-line buffer per pull.
+        """
         lines, count = self.source()
-        if count == self._count and not force:
+        if count == self._count and lines is self._src and not force:
             return False
-        grew_only = not force and len(lines) >= len(self._lines) and count - self._count == len(lines) - len(self._lines)
-        old = len(self._lines)
-        self._lines = list(lines)
-        self._count = count
-        if not grew_only:
-            self.cursor_row = None
-        if self.filtered:
-            self._rows = (self._rows + filter_rows(self._lines, old)) if grew_only else filter_rows(self._lines)
+        new_n = count - self._count
+        if force or lines is not self._src or new_n < 0 or new_n > len(lines) or self._count < 0:
+            self._rebuild(lines, count)
         else:
-            self._rows = list(range(len(self._lines)))
-        new = self._lines[old:] if grew_only else self._lines
-        if not grew_only:
-            self._width = 0
-        for x in new:
-            self._width = max(self._width, min(len(x), MAX_WIDTH))
-        if self.query_text:
-            self.matches = find_matches(self._lines, self._rows, self.query_text)
-        self.virtual_size = Size(self._width + 8, len(self._rows))
+            self._append(list(islice(reversed(lines), new_n))[::-1] if new_n else [], count, len(lines))
+        self.virtual_size = Size(self._width + 8, self._nrows)
         self._styles.clear()
         if self.follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
             self.call_after_refresh(self._stick)
         self.refresh()
         return True
+
+    def _rebuild(self, lines: Sequence[str], count: int) -> None:
+        self._src = lines
+        self._buf, self._head, self._count = list(lines), 0, count
+        self._frows, self._fhead, self._hits, self._width, self._cursor = [], 0, [], 0, None
+        self._index(self._buf, count - len(self._buf))
+
+    def _append(self, new: list[str], count: int, held: int) -> None:
+        base = self._count
+        self._buf.extend(new)
+        self._count = count
+        self._index(new, base)
+        drop = len(self._buf) - self._head - held  # what the source let go from the front
+        if drop > 0:
+            self._head += drop
+            first = self._first
+            if self._head > 4096 and self._head * 2 > len(self._buf):
+                del self._buf[:self._head]
+                self._head = 0
+            if self.filtered:
+                self._fhead = bisect_left(self._frows, first, self._fhead)
+                if self._fhead > 4096 and self._fhead * 2 > len(self._frows):
+                    del self._frows[:self._fhead]
+                    self._fhead = 0
+            if self._hits and self._hits[0] < first:
+                gone = bisect_left(self._hits, first)
+                del self._hits[:gone]
+                self.current = max(-1, self.current - gone) if self.current >= 0 else -1
+            if self._cursor is not None and self._cursor < first:
+                self._cursor = None
+
+    def _index(self, new: Sequence[str], base: int) -> None:
+        """Width, filter rows and search hits of lines `new`, the first of which is absolute line `base`."""
+        for x in new:
+            n = len(x)
+            if n > self._width:
+                self._width = min(n, MAX_WIDTH)
+        kept = filter_rows(new) if self.filtered else range(len(new))
+        if self.filtered:
+            self._frows.extend(base + i for i in kept)
+        if self.query_text:
+            q = self.query_text.lower()
+            self._hits.extend(base + i for i in kept if q in new[i].lower())
 
     def _stick(self) -> None:
         """Follow after layout too (the first batch arrives before the view knows its height)."""
@@ -111,7 +192,12 @@ class LogView(ScrollView, can_focus=True):
     def search(self, text: str) -> int:
         """Highlights `text` and jumps to the first match at or after the top of the view."""
         self.query_text = text
-        self.matches = find_matches(self._lines, self._rows, text)
+        q = text.lower()
+        first = self._first
+        self._hits = [first + i for i, x in enumerate(self.lines) if q and q in x.lower()]
+        if self.filtered:
+            kept = set(self._frows[self._fhead:])
+            self._hits = [a for a in self._hits if a in kept]
         self.current = -1
         self.refresh()
         if not self.matches:
@@ -141,20 +227,24 @@ class LogView(ScrollView, can_focus=True):
 
     def show_line(self, index: int) -> None:
         """Scrolls to a line index of the buffer (leaving the filter if that line is filtered out)."""
-        if index not in self._rows and self.filtered:
+        a = self._first + index
+        if self._row_of_abs(a) is None and self.filtered:
             self.filtered = False
-        if index in self._rows:
-            self.show_row(self._rows.index(index), context=2)
+        row = self._row_of_abs(a)
+        if row is not None:
+            self.show_row(row, context=2)
+
+    def _line_of_row(self, row: int) -> str:
+        return self._buf[self._head + self._abs_of_row(row) - self._first]
 
     def visible_lines(self) -> list[str]:
         """The lines on screen now (filter applied), cleaned, for copy."""
         top = int(self.scroll_y)
-        rows = self._rows[top: top + self.size.height]
-        return [fmt.clean(self._lines[i]) for i in rows]
+        return [fmt.clean(self._line_of_row(r)) for r in range(top, min(self._nrows, top + self.size.height))]
 
     def shown_lines(self) -> list[str]:
         """Every line the view shows with the current filter, for save."""
-        return [fmt.clean(self._lines[i]) for i in self._rows]
+        return [fmt.clean(self._line_of_row(r)) for r in range(self._nrows)]
 
     # -- drawing -------------------------------------------------------------------------
     def _style(self, name: str) -> Style:
@@ -167,13 +257,13 @@ class LogView(ScrollView, can_focus=True):
         row = scroll_y + y
         width = self.size.width
         base = self.rich_style
-        if row >= len(self._rows):
+        if row >= self._nrows:
             return Strip.blank(width, base)
-        idx = self._rows[row]
-        raw = self._lines[idx]
+        a = self._abs_of_row(row)
+        raw = self._buf[self._head + a - self._first]
         gutter_w = 7
-        mark = "▶" if row == self.cursor_row else " "
-        number = f"{self._count - len(self._lines) + idx + 1:>6}{mark}"
+        mark = "▶" if a == self._cursor else " "
+        number = f"{a + 1:>6}{mark}"
         room = max(0, width - gutter_w)
         text = fmt.clean(raw[: (scroll_x + room) * 2 + 256])[scroll_x: scroll_x + room]
         lvl = level_of(raw)
@@ -187,8 +277,8 @@ class LogView(ScrollView, can_focus=True):
         q = self.query_text.lower()
         if not q or q not in text.lower():
             return [Segment(text, style)]
-        hl = self._style("logview--current" if self.current >= 0 and self.matches
-                         and self.matches[self.current] == row else "logview--match")
+        hl = self._style("logview--current" if 0 <= self.current < len(self._hits)
+                         and self._hits[self.current] == self._abs_of_row(row) else "logview--match")
         out: list[Segment] = []
         low = text.lower()
         pos = 0
@@ -203,3 +293,25 @@ class LogView(ScrollView, can_focus=True):
         if pos < len(text):
             out.append(Segment(text[pos:], style))
         return out
+
+
+class _Tail(Sequence[str]):
+    """`buf[head:]` without copying it: the lines a LogView holds, indexed from its first."""
+
+    __slots__ = ("_buf", "_head")
+
+    def __init__(self, buf: list[str], head: int) -> None:
+        self._buf, self._head = buf, head
+
+    def __len__(self) -> int:
+        return len(self._buf) - self._head
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+        n = len(self)
+        if isinstance(i, slice):
+            return [self._buf[self._head + j] for j in range(*i.indices(n))]
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return self._buf[self._head + i]

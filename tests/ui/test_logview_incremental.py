@@ -1,0 +1,115 @@
+"""LogView.pull() reads only the new lines of a full, rotating 20k-line buffer, and shows what a full re-read would."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Sequence
+
+from textual.app import App, ComposeResult
+
+from console.ui.logsearch import filter_rows, find_matches
+from console.ui.widgets.log_view import LogView
+
+CAP = 20_000
+
+
+class CountingLines(Sequence[str]):
+    """A LogModel-like deque that counts every line handed out, so a test can see what a pull read."""
+
+    def __init__(self) -> None:
+        self.d: deque[str] = deque(maxlen=CAP)
+        self.count = 0
+        self.read = 0
+
+    def add(self, lines: list[str]) -> None:
+        self.d.extend(lines)
+        self.count += len(lines)
+
+    def __len__(self) -> int:
+        return len(self.d)
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+        self.read += 1
+        return self.d[i]
+
+    def __iter__(self) -> Iterator[str]:
+        for x in self.d:
+            self.read += 1
+            yield x
+
+    def __reversed__(self) -> Iterator[str]:
+        for x in reversed(self.d):
+            self.read += 1
+            yield x
+
+
+def batch(start: int, n: int) -> list[str]:
+    """SGLang-shaped lines; every 7th a WARNING, every 11th mentions 'oom'."""
+    out = []
+    for i in range(start, start + n):
+        if i % 7 == 0:
+            out.append(f"[2025-06-01 10:00:00] WARNING scheduler: slow step {i}")
+        elif i % 11 == 0:
+            out.append(f"[2025-06-01 10:00:00] Decode batch. #running-req: 3, near oom {i}")
+        else:
+            out.append(f"[2025-06-01 10:00:00] Decode batch. #running-req: 3, #token: {i}, gen throughput (token/s): 90.1")
+    return out
+
+
+class One(App[None]):
+    def __init__(self, src: CountingLines) -> None:
+        super().__init__()
+        self.src = src
+
+    def compose(self) -> ComposeResult:
+        yield LogView(lambda: (self.src, self.src.count))
+
+
+def expected_rows(view: LogView, lines: list[str]) -> list[int]:
+    return filter_rows(lines) if view.filtered else list(range(len(lines)))
+
+
+async def test_pull_reads_only_new_lines_and_matches_a_full_reread() -> None:
+    src = CountingLines()
+    src.add(batch(0, CAP + 500))  # full and already rotating
+    app = One(src)
+    async with app.run_test(size=(120, 30)) as pilot:
+        view = app.query_one(LogView)
+        view.pull(force=True)
+        view.search("oom")
+        n = CAP + 500
+        for step in range(40):
+            src.read = 0
+            src.add(batch(n, 30 + step))
+            n += 30 + step
+            assert view.pull()
+            assert src.read <= 30 + step  # before: the whole buffer was copied on every pull
+            lines = list(src.d)
+            assert list(view.lines) == lines and len(view.lines) == CAP
+            assert list(view.rows) == expected_rows(view, lines)
+            assert view.matches == find_matches(lines, expected_rows(view, lines), "oom")
+            if step == 10:
+                view.filtered = True
+                await pilot.pause()
+        assert view.follow and view.filtered
+        await pilot.pause()
+        last = n - CAP + view.rows[-1] + 1  # the gutter numbers lines over the log's life
+        assert view.render_line(view.size.height - 1).text.split()[0] == str(last)
+
+
+async def test_the_cursor_stays_on_its_line_while_the_full_buffer_rotates() -> None:
+    src = CountingLines()
+    src.add(batch(0, CAP))
+    app = One(src)
+    async with app.run_test(size=(120, 30)):
+        view = app.query_one(LogView)
+        view.pull(force=True)
+        view.show_line(CAP - 100)
+        target = view.lines[CAP - 100]
+        src.add(batch(CAP, 40))
+        view.pull()
+        # before: every pull of a full buffer dropped the cursor (the buffer did not "only grow")
+        assert view.cursor_row is not None and view.lines[view.rows[view.cursor_row]] == target
+        src.add(batch(CAP + 40, CAP))  # the line itself scrolls out of memory: no cursor on another line
+        view.pull()
+        assert view.cursor_row is None
