@@ -67,9 +67,10 @@ class SampleLog:
 class CrashClock(threading.Thread):
     """When the crash really happened: the main process vanished, or the log got its first crash text (20 ms polls)."""
 
-    def __init__(self, port: int, log: Path) -> None:
+    def __init__(self, port: int, log: Path | None = None) -> None:
         super().__init__(daemon=True)
         self.port, self.log = port, log
+        """Set once the launch has named it; started before the launch, the clock sees a crash at init too."""
         self.at: float | None = None
         self.at_wall = 0.0
         self.stop = threading.Event()
@@ -80,7 +81,7 @@ class CrashClock(threading.Thread):
             pid = pid or _server_gpid(self.port)
             gone = pid is not None and not Path(f"/proc/{pid}").exists()
             try:
-                text = self.log.read_bytes() if self.log.exists() else b""
+                text = self.log.read_bytes() if self.log is not None and self.log.exists() else b""
             except OSError:
                 text = b""
             if gone or any(t in text for t in CRASH_TEXT):
@@ -95,9 +96,11 @@ async def _one(ctl: FleetController, h: SimHost, preset: str, port: int, name: s
     t0 = time.monotonic()
     figs: dict[str, float] = {}
     ok, detail = True, ""
+    clock = CrashClock(port)
     try:
         if phase != "serving":
             h.crash(port, kind, phase)  # held by the sim until it reaches that startup phase
+            clock.start()  # before the launch: a kill at init can land before the launch call returns
         if first:
             out = await actions.launch(ctl, preset)
         else:
@@ -109,9 +112,9 @@ async def _one(ctl: FleetController, h: SimHost, preset: str, port: int, name: s
         if phase == "serving":  # really serving: ready in the log and /health 200, then the crash
             ready = await ctl.wait_ready(name, 30)
             assert ready.ok, ready.message
+            clock.start()
             h.crash(port, kind)
-        clock = CrashClock(port, Path(s.meta.log_path or ""))
-        clock.start()
+        clock.log = Path(s.meta.log_path or "")
         try:
             await wait_for(lambda: clock.at is not None, 20, f"the server to crash at {phase}")
             await wait_for(lambda: ctl.state.servers[name].phase == "crashed", 10, "crash detected")
@@ -145,6 +148,7 @@ async def _one(ctl: FleetController, h: SimHost, preset: str, port: int, name: s
             raise AssertionError(f"crashed log {path} read back {len(body)} bytes, disk has {len(on_disk)}")
     except Exception as e:
         ok, detail = False, f"{type(e).__name__}: {e}"
+    clock.stop.set()
     results.record("faults", f"server killed: {kind} at {phase}", i, ok, time.monotonic() - t0, detail, **figs)
     return name or "", "" if ok else detail
 
@@ -200,10 +204,10 @@ async def test_sigkill_right_after_launch_detected_within_three_samples(ssh_host
         assert await ctl.wait_hosts(15)
         samples = SampleLog(ctl.links[h.name])
         h.crash(30310, "sigkill", "init")
+        clock = CrashClock(30310)
+        clock.start()  # before the launch: the kill can land before the launch call returns
         out = await actions.launch(ctl, "e")
         assert out.ok, out.message
-        clock = CrashClock(30310, Path(ctl.state.servers[out.servers[0]].meta.log_path or ""))
-        clock.start()
         await wait_for(lambda: clock.at is not None, 20, "the kill")
         await wait_for(lambda: ctl.state.servers[out.servers[0]].phase == "crashed", 10, "crash detected")
         clock.stop.set()
