@@ -138,10 +138,11 @@ def _secret_args(plan: LaunchPlan) -> dict[str, str]:
 
 async def _start(ctl: FleetController, plan: LaunchPlan, lock: hostlock.HeldLock) -> tuple[bool, str]:
     """One remote command: secrets over stdin (0600 files), the gated server, then meta.json (see launchscript)."""
+    secret_args = _secret_args(plan)
+    plan = dataclasses.replace(plan, secret_args=secret_args)  # the script passes --config only for these
     r = plan.replica
     link = ctl.links[r.host]
     host = ctl.fleet.hosts[r.host]
-    secret_args = _secret_args(plan)
     remember_secrets(plan.argv, plan.env)
     remember_secrets([a for k, v in secret_args.items() for a in (f"--{k}", v)])
     launch_id = f"{lock.token}-{r.index}"
