@@ -49,7 +49,7 @@ def render(doc: dict) -> str:
         for s in doc["servers"]:
             tp = f"{s['gen_throughput']:.1f}" if s["gen_throughput"] is not None else "-"
             name = s["name"] + ("" if s["managed"] else " (external)")
-            out.append(f"{name:44} {s['phase']:16} {tp:>8} {_fmt(s['port']):>6} {s['memory_mib']:>8}  "
+            out.append(f"{name:44} {s['phase']:16} {tp:>8} {_fmt(s['port']):>6} {_fmt(s['memory_mib']):>8}  "
                        f"{s['summary'] or ''}")
     from console.fleet.journal import mask
 
