@@ -22,13 +22,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-FIGURES = {"detect_s": "detected (s)", "samples": "process samples after the crash", "reconnect_s": "reconnect after link back (s)", "reattach_s": "re-attach (s)",
+FIGURES = {"detect_s": "detected (s)", "samples": "samples", "reconnect_s": "reconnect after link back (s)", "reattach_s": "re-attach (s)",
            "console_s": "console ran (s)", "stop_s": "stop (s)", "max_key_s": "worst key (s)",
            "p90_key_s": "p90 key (s)", "max_loop_lag_s": "worst loop lag (s)",
            "refusal_s": "both launches returned (s)", "gate_gave_up_s": "gate gave up after (s)",
            "took_s": "took (s)", "baseline_s": "normal request (s)", "loop_lag_s": "loop lag (s)",
            "held_bytes": "held (bytes)", "parse_s": "parse on the loop (s)", "deadline_s": "deadline (s)",
-           "bound_s": "bound (s)"}
+           "bound_s": "bound (s)", "refuse_s": "refusal checks took (s)", "phase_ok": "phase shown (1 = yes)",
+           "cause_known": "cause named (1 = yes)", "slowdown_p90": "machine slowdown p90 (x)",
+           "slowdown_worst": "machine slowdown worst (x)"}
 """Labels of the figures trials record; a figure with no label here is printed under its own key."""
 
 
@@ -46,7 +48,11 @@ def _fmt(xs: list[float]) -> str:
     if not xs:
         return ""
     med = statistics.median(xs)
-    return f"{med:.2f} / {max(xs):.2f}" if len(xs) > 1 else f"{med:.2f}"
+
+    def one(v: float) -> str:
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.2f}"
+
+    return f"{one(med)} / {one(max(xs))}" if len(xs) > 1 else one(med)
 
 
 def grouped(records: list[dict[str, Any]]) -> OrderedDict[tuple[str, str], list[dict[str, Any]]]:
