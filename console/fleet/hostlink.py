@@ -275,7 +275,10 @@ class HostLink:
         retry = 5.0
         while self.transport.connected:
             try:
-                stream, q, pump = await self._open(f"exec {nvsmi.query_gpu_command(self.poll_ms)} 2>&1")
+                # one sample first: the -lms stream's first tick is known complete only when the second
+                # begins (or a 0.6 s quiet gap passes); the -lms stream's first line completes the one-shot's
+                stream, q, pump = await self._open(f"{nvsmi.query_gpu_command()} 2>/dev/null; "
+                                                   f"exec {nvsmi.query_gpu_command(self.poll_ms)} 2>&1")
             except TransportError:
                 await asyncio.sleep(2)
                 continue
