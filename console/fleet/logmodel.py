@@ -85,6 +85,8 @@ class LogModel:
         self.budget = FLEET_BUDGET if budget is None else budget
         self.budget.join(self)
         self.gaps = 0
+        self.gpus: tuple[int, ...] = ()
+        """The server's CUDA_VISIBLE_DEVICES when the console launched it (names torch's GPU N as the fleet's)."""
         """Times bytes were known to be missing (a tail resumed past the last offset)."""
         self.stats_changed = False
         """True when the last feed brought a new batch line (a new throughput point)."""
@@ -206,5 +208,5 @@ class LogModel:
         if key != self._diag_key:
             self._diag_key = key
             crashed = self.parser.crashed or self.phase == Phase.CRASHED.value
-            self._diag = diagnose(self.parser.snapshot(), self._process) if crashed else None
+            self._diag = diagnose(self.parser.snapshot(), self._process, self.gpus) if crashed else None
         return self._diag

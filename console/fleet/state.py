@@ -111,6 +111,14 @@ class ServerState:
     last_health_at: float | None = None
     """When /health last answered 200 (kept after the end, when `health` no longer says anything)."""
 
+    def __post_init__(self) -> None:
+        self.attach_log(self.log)
+
+    def attach_log(self, log: LogModel) -> None:
+        """A launched server's GPUs let its diagnosis name torch's `GPU 0` as the GPU it is (an external one's order is unknown)."""
+        log.gpus = tuple(self.meta.gpus) if self.meta.managed else ()
+        self.log = log
+
     def tell_once(self, what: str) -> bool:
         if what in self.told:
             return False
@@ -294,7 +302,8 @@ class FleetState:
         if s is None or s.alive or s.stopping:
             return []
         s.alive, s.ended_at, s.exit_status, s.signal = True, None, None, None
-        s.log, s.log_offset, s.log_resync = LogModel(), 0, True
+        s.attach_log(LogModel())
+        s.log_offset, s.log_resync = 0, True
         s.throughput_history.clear()
         s.told.discard("crashed")
         return [Notice(ev.at, "warning", f"{s.name} is running: it was called ended, but its process is alive",

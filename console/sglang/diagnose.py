@@ -43,12 +43,13 @@ class ProcessFacts:
         return signal_number(self.signal)
 
 
-def diagnose(summary: LogSummary, process: ProcessFacts | None = None) -> Diagnosis | None:
+def diagnose(summary: LogSummary, process: ProcessFacts | None = None, gpus: tuple[int, ...] = ()) -> Diagnosis | None:
     """None when the log shows no crash (and the process facts show none either).
 
     Evidence in order: the crash's own traceback (every exception of it, chained ones too, and the crash
     markers), where it happened (frames and phase), then the error lines printed before it since the
     last progress (an assert, a build error). What none of them explains is `unknown` with the best line.
+    `gpus` (the process's CUDA_VISIBLE_DEVICES) turns torch's device index into the physical GPU.
     """
     crash = summary.crash
     if crash is None:
@@ -57,7 +58,7 @@ def diagnose(summary: LogSummary, process: ProcessFacts | None = None) -> Diagno
     for mk in crash.markers or [crash.marker]:
         if mk not in lines:
             lines.append(mk)
-    ctx = Ctx(crash, summary, lines, "\n".join(lines))
+    ctx = Ctx(crash, summary, lines, "\n".join(lines), gpus)
     excs = crash.exception_lines
     if excs and crash.final_exception_missing:
         found = by_rules(ctx, excs) or by_location(ctx) or by_rules(ctx, crash.context)

@@ -30,6 +30,8 @@ class Ctx:
     summary: LogSummary
     lines: list[str]
     text: str
+    gpus: tuple[int, ...] = ()
+    """The physical GPUs behind the process's cuda:0, cuda:1, ... (its CUDA_VISIBLE_DEVICES); () if unknown."""
 
 
 _Build = Callable[[re.Match[str], Ctx], tuple[str, str]]
@@ -74,12 +76,15 @@ _MIB = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0 * 1024}
 _TORCH_OOM = re.compile(r"Tried to allocate ([\d.]+) ([KMGT]iB)\. GPU (\d+) has a total capacity of ([\d.]+ [KMGT]iB) of which ([\d.]+ [KMGT]iB) is free")
 
 
-def _oom_fact(text: str) -> str:
+def _oom_fact(text: str, gpus: tuple[int, ...] = ()) -> str:
+    """torch's GPU N counts after CUDA_VISIBLE_DEVICES: named as the physical GPU when the caller knows them."""
     m = _TORCH_OOM.search(text)
     if not m:
         return "CUDA out of memory"
     mib = float(m.group(1)) * _MIB[m.group(2)]
-    return f"CUDA out of memory on GPU {m.group(3)}: asked for {mib:.0f} MiB, {m.group(5)} free of {m.group(4)}"
+    dev = int(m.group(3))
+    gpu = (f"{gpus[dev]} (cuda:{dev} of the process)" if dev < len(gpus) and gpus[dev] != dev else str(dev))
+    return f"CUDA out of memory on GPU {gpu}: asked for {mib:.0f} MiB, {m.group(5)} free of {m.group(4)}"
 
 
 def _port(m: re.Match[str], c: Ctx) -> tuple[str, str]:
@@ -243,7 +248,7 @@ OOM = re.compile(r"CUDA out of memory|HIP out of memory|OutOfMemoryError|CUDA er
 
 def classify_oom(ctx: Ctx, line: str) -> tuple[str, str, str]:
     text = ctx.text
-    fact = _oom_fact(text)
+    fact = _oom_fact(text, ctx.gpus)
     ph = ctx.crash.phase_at_crash
     if "Capture cuda graph failed" in text or "cuda_graph_runner" in text or "piecewise" in text or ph is Phase.CUDA_GRAPH:
         return ("cuda_oom_cuda_graph", f"{fact} while capturing CUDA graphs",
