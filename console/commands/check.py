@@ -37,7 +37,12 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         preset = fleet.presets[name]
         print(f"\npreset {name} (host {preset.host}){': ' + preset.description if preset.description else ''}")
-        fs = lint_preset(fleet, name, _model_config(args, fleet, name))
+        cfg, problem = _model_config(fleet, name)
+        fs = lint_preset(fleet, name, cfg)
+        if problem:
+            from console.sglang.lint import Finding
+
+            fs.append(Finding("model-config", "warning", name, f"{problem}; lint rules that read it were skipped"))
         findings.extend(fs)
         for f in fs:
             print(f"  {f}")
@@ -56,15 +61,23 @@ def run(args: argparse.Namespace) -> int:
     return 1 if warnings and args.strict else 0
 
 
-def _model_config(args: argparse.Namespace, fleet, name: str) -> dict | None:
-    """The model's config.json when the host is local (remote ones are read by `check --remote`)."""
-    import json
+def _model_config(fleet, name: str) -> tuple[dict | None, str]:
+    """The model's config.json when the host is local (remote ones are read by `check --remote`), and why not.
+
+    Read depth-limited like any file from a host: a deeply nested one was a RecursionError traceback.
+    """
     from pathlib import Path
+
+    from console import hostjson
 
     preset = fleet.presets[name]
     if fleet.hosts[preset.host].transport != "local":
-        return None
+        return None, ""
+    path = Path(preset.model).expanduser() / "config.json"
     try:
-        return json.loads((Path(preset.model).expanduser() / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
+        doc = hostjson.loads(path.read_bytes(), f"model config {path}")
+    except OSError:
+        return None, ""
+    except hostjson.HostJsonError as e:
+        return None, "" if not e.too_deep else str(e)
+    return (doc if isinstance(doc, dict) else None), ""

@@ -74,3 +74,22 @@ def test_good_env_names_pass_and_models_refuse_bad_ones() -> None:
     assert set(fleet.presets["p"].env) == {"HF_TOKEN", "_x9", "LD_LIBRARY_PATH"}
     with pytest.raises(ValueError, match="invalid environment variable name"):
         Preset(host="h", gpus=[0], model="/m", env={"X=Y": "v"})
+
+
+def test_check_of_a_local_model_whose_config_json_is_too_deep(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Regression: `check` read a local host's config.json with json.loads, so one nested 100,000 deep was a
+    RecursionError traceback; now the lint rules that need it are skipped with a warning naming the file."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(f'[hosts.h]\ntransport = "local"\n\n[presets.p]\nhost = "h"\ngpus = [0]\nmodel = "{model}"\n')
+    r = subprocess.run([sys.executable, "-m", "console", "check", "--hosts", str(hosts)], capture_output=True,
+                       text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert "Traceback" not in r.stderr and "RecursionError" not in r.stderr + r.stdout, r.stderr[-500:]
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{model}/config.json" in r.stdout and "nested deeper than" in r.stdout, r.stdout
