@@ -85,3 +85,17 @@ def _toml_str(s: str) -> str:
     import json
 
     return json.dumps(s)
+
+
+def test_printed_command_names_the_api_key_env_key_it_leaves_out() -> None:
+    """The comment ending the printed command names what travels in 0600 files; a preset whose key comes from
+    `api_key_env` got `--api-key` too but the comment left it out (or was missing altogether)."""
+    fleet = parse_fleet(FLEET + '\n[presets.keyed]\nhost = "b"\ngpus = [0]\nmodel = "/m"\napi_key_env = "MY_KEY"\n'
+                        '[presets.both]\nhost = "b"\ngpus = [1]\nmodel = "/m"\napi_key_env = "MY_KEY"\n'
+                        'args = ["--api-key", "sk-in-args-123456"]\nenv = { HF_TOKEN = "hf_abcdefgh" }\n')
+    (keyed,) = plan_launch(fleet, "keyed", "S")
+    assert keyed.command.endswith("& echo $!  # secrets passed in 0600 files, never on argv: --api-key (from $MY_KEY)")
+    (both,) = plan_launch(fleet, "both", "S")
+    assert both.command.endswith("never on argv: --api-key, HF_TOKEN") and "sk-in-args" not in both.command
+    (plain,) = plan_launch(fleet, "tp2", "S")
+    assert plain.command.endswith("& echo $!")
