@@ -156,12 +156,14 @@ def _signed(pct: float) -> str:
 
 
 def compare_levels(current: Sequence[LevelResult], previous: Sequence[LevelResult]) -> list[str]:
-    """One phrase per shared concurrency level, e.g. "+12% tok/s at C=64 (TTFT p50 -5%)"."""
+    """One phrase per shared concurrency level, e.g. "+12% tok/s at C=64 (TTFT p50 -5%)".
+
+    A level is compared only with one that kept as many requests in flight (fewer requests than C keep fewer)."""
     prev = {lv.concurrency: lv for lv in previous}
     out: list[str] = []
     for lv in current:
         old = prev.get(lv.concurrency)
-        if old is None:
+        if old is None or min(old.requests, old.concurrency) != min(lv.requests, lv.concurrency):
             continue
         d = _pct(lv.output_throughput_tok_s, old.output_throughput_tok_s)
         if d is None:
