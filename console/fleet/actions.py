@@ -65,7 +65,12 @@ async def preview(ctl: FleetController, preset_name: str, gpus: list[int] | None
         if len(ports) == len(every):
             plans = [p for p in plan_launch(ctl.fleet, preset_name, stamp, gpus, ports) if only in (None, p.replica.name)]
     findings = lint_preset(ctl.fleet, preset_name, facts.model_config)
-    return LaunchPreview(preset_name, plans, findings, run_checks(ctl, preset_name, plans, facts))
+    checks = run_checks(ctl, preset_name, plans, facts)
+    if preset.api_key_env and plans and not any(_secret_args(p).get("api-key") for p in plans):
+        checks.append(PreCheck("api key", False, f"api_key_env {preset.api_key_env} is not set here: the server "
+                               "will start without an API key (anyone who reaches its port can use it)",
+                               blocking=False))
+    return LaunchPreview(preset_name, plans, findings, checks)
 
 
 def refusal(pv: LaunchPreview) -> str:

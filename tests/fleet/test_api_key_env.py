@@ -50,3 +50,25 @@ async def test_api_key_env_alone_protects_the_server(sim_root: Path, controller_
         await ctl.stop_server(name)
     assert (anon, keyed) == (401, 200)
     assert KEY not in " ".join(argv)
+
+
+async def test_api_key_env_unset_is_a_warning_before_launch(sim_root: Path, controller_factory,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """With its api_key_env variable unset the server starts with no key at all; the pre-checks say so
+    (a warning: the launch is still allowed) instead of starting an open server silently."""
+    d = sim_root / "sim-keybox2"
+    build_host(d, PRESET_SPECS["blackwell"].with_(name="keybox2", time_scale=0.1))
+    monkeypatch.delenv("DFC_UNSET_KEY", raising=False)
+    fleet = make_fleet(
+        f'[hosts.keybox2]\ntransport = "local"\npython = "{d}/venv/bin/python3"\nrun_dir = "{d}/run"\n'
+        f'log_dir = "{d}/logs"\nenv = {{ PATH = "{d}/bin:/usr/local/bin:/usr/bin:/bin" }}\n'
+        f'[presets.keyed]\nhost = "keybox2"\ngpus = [3]\nmodel = "{d}/models/Qwen3-0.6B"\nport = {_free_port()}\n'
+        'api_key_env = "DFC_UNSET_KEY"\n')
+    ctl = controller_factory(fleet)
+    await ctl.start()
+    pv = await ctl.preview("keyed")
+    warn = [c for c in pv.checks if c.name == "api key"]
+    assert len(warn) == 1 and not warn[0].ok and not warn[0].blocking, pv.checks
+    assert "DFC_UNSET_KEY is not set" in warn[0].message
+    monkeypatch.setenv("DFC_UNSET_KEY", KEY)
+    assert not [c for c in (await ctl.preview("keyed")).checks if c.name == "api key"]
