@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import json
 import os
 import shlex
@@ -419,6 +420,7 @@ class SGLangClient:
         reasoning: list[str] = []
         stats: StreamStats | None = None
         usage: Usage | None = None
+        times: list[float] = []  # each delta's time: a probe cut by its deadline still has TTFT and a rate
         try:
             async with asyncio.timeout(deadline_s):
                 h = await self.health(min(HEALTH_DEADLINE_S, deadline_s))
@@ -429,13 +431,17 @@ class SGLangClient:
                                                  temperature=0.0, timeout=deadline_s):
                     if isinstance(ev, ContentDelta):
                         text.append(ev.text)
+                        times.append(ev.t)
                     elif isinstance(ev, ReasoningDelta):
                         reasoning.append(ev.text)
+                        times.append(ev.t)
                     elif isinstance(ev, StreamStats):
                         stats = ev
                     elif isinstance(ev, Usage):
                         usage = ev
         except TimeoutError:
+            if stats is None and times:
+                stats = StreamStats(times[0], tuple(b - a for a, b in itertools.pairwise(times)), len(times), times[-1])
             return ProbeResult(h, info, "".join(text), "".join(reasoning), stats, usage,
                                f"the probe did not finish within {deadline_s:g} s "
                                f"({time.perf_counter() - t0:.1f} s spent)")

@@ -154,3 +154,17 @@ def test_curl_command_uses_env_reference() -> None:
     assert "it's $(rm -rf /)" in argv[-1]
     with pytest.raises(ValueError):
         curl_command("http://x", [], api_key_env="A; rm")
+
+
+async def test_probe_cut_by_its_deadline_keeps_the_ttft_it_measured() -> None:
+    """A probe stopped by its deadline mid-stream printed `TTFT -` though tokens had arrived; the first token's
+    time and the rate over the tokens received are real figures and are kept with the deadline error."""
+    from tests.hostile.badhttp import serve as serve_bad
+
+    with serve_bad() as bad:
+        bad.mode = "endless"
+        async with SGLangClient(bad.url) as c:
+            r = await c.probe(deadline_s=1.5)
+    assert r.error is not None and "1.5 s" in r.error and r.text
+    assert r.stats is not None and r.stats.ttft_s is not None and 0 < r.stats.ttft_s < 1.5
+    assert r.stats.tokens >= 2 and r.stats.tokens_per_s is not None and r.stats.tokens_per_s > 0
