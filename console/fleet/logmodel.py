@@ -85,14 +85,15 @@ class LogModel:
         self.budget = FLEET_BUDGET if budget is None else budget
         self.budget.join(self)
         self.gaps = 0
+        """Times bytes were known to be missing (a tail resumed past the last offset)."""
         self.gpus: tuple[int, ...] = ()
         """The server's CUDA_VISIBLE_DEVICES when the console launched it (names torch's GPU N as the fleet's)."""
-        """Times bytes were known to be missing (a tail resumed past the last offset)."""
         self.stats_changed = False
         """True when the last feed brought a new batch line (a new throughput point)."""
         self._process: ProcessFacts | None = None
         self._diag_key: tuple[int, bool] | None = None
         self._diag: Diagnosis | None = None
+        self._jump: str | None = None
         self._stats_key: tuple[int, int] | None = None
 
     def feed(self, data: bytes) -> list[str]:
@@ -208,5 +209,16 @@ class LogModel:
         if key != self._diag_key:
             self._diag_key = key
             crashed = self.parser.crashed or self.phase == Phase.CRASHED.value
-            self._diag = diagnose(self.parser.snapshot(), self._process, self.gpus) if crashed else None
+            snap = self.parser.snapshot() if crashed else None
+            self._diag = diagnose(snap, self._process, self.gpus) if snap is not None else None
+            block = snap.crash.block if snap is not None and snap.crash is not None else []
+            self._jump = ("traceback" if any("Traceback (most recent call last)" in x for x in block)
+                          else "error" if block else None)
         return self._diag
+
+    @property
+    def crash_in_log(self) -> str | None:
+        """What the log shows of the crash for `x` to jump to: 'traceback', 'error', or None (a process that
+        vanished without a word: there is nothing to jump to, so no key may promise it)."""
+        _ = self.diagnosis
+        return self._jump

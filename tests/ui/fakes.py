@@ -51,6 +51,7 @@ class ScriptedLog:
         self.stats_changed = False
         self.timeline: dict[str, float] = {}
         self.diagnosis: Diagnosis | None = None
+        self.crash_in_log: str | None = None
         self.facts: dict[str, object] = {}
         for k, v in kw.items():
             setattr(self, k, v)
@@ -160,7 +161,7 @@ def scenario(*, crashed: bool = True, stale_host: str | None = None, eight: bool
     st.servers[ext.name].log = ScriptedLog("serving")
     st.apply(HealthResult(ext.name, NOW - 3, "ok"))
     if crashed:
-        st.servers[glm.name].log = ScriptedLog("loading_weights", CRASH_LOG)
+        st.servers[glm.name].log = ScriptedLog("loading_weights", CRASH_LOG, crash_in_log="traceback")
         diag = Diagnosis("missing-shared-library", "missing shared library libavutil.so.58, needed by torchcodec",
                          "install FFmpeg 6 (libavutil.so.58) on the host, or pip uninstall torchcodec", CRASH_LOG[4])
         st.servers[glm.name].log.diagnosis = diag

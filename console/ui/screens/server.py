@@ -193,7 +193,8 @@ class ServerScreen(ServerKeys, Screen):
                 parts += ["\n", ("fix: ", "bold"), fmt.clean(d.hint)]
             if d and d.error_line:
                 parts += ["\n", ("at: ", "bold"), (fmt.clean(d.error_line, 300), c["dim"])]
-            parts += ["\n", ("x: jump to traceback · r: relaunch (this log is kept)", c["dim"])]
+            jump = {"traceback": "x: jump to traceback · ", "error": "x: jump to the error · "}.get(log.crash_in_log or "", "")
+            parts += ["\n", (f"{jump}r: relaunch (this log is kept)", c["dim"])]
             diag.update(Content.assemble(*parts))
             diag.add_class("-show")
         else:

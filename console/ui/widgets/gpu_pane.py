@@ -333,7 +333,9 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
             status = Content.styled(f"✖ {when}{code}", f"bold {ps}")
             cause = Content.styled(fmt.clean(d.summary) if d else srv.signal or "the process ended", ps)
             fix = [Content.styled("fix: " + fmt.clean(d.hint), c["dim"])] if d and d.hint else []
-            keys = [] if compact else [Content.styled("enter: log at traceback · r: relaunch", c["dim"])]
+            at = {"traceback": "enter: log at traceback", "error": "enter: log at the error"}.get(
+                srv.log.crash_in_log or "", "enter: its log")
+            keys = [] if compact else [Content.styled(f"{at} · r: relaunch", c["dim"])]
             if compact or head.cell_length + 2 + status.cell_length <= w:
                 return [head + Content.styled(f"  {status.plain}", f"bold {ps}"), cause, *fix, *keys]
             # a narrow pane would cut 'crashed N ago' off the label's line: its own row (the keys are in the footer)
