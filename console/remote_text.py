@@ -43,6 +43,21 @@ def for_terminal(text: str) -> str:
     return mask(sanitize(text))
 
 
+def for_json(doc: object) -> object:
+    """A --json document with every string (keys too) passed through for_terminal.
+
+    SafeStream cannot see inside JSON: an ESC from a host is written as the six characters `\\u001b`,
+    which a reader such as `jq -r` turns back into a live escape. The console's documents are shallow.
+    """
+    if isinstance(doc, str):
+        return for_terminal(doc)
+    if isinstance(doc, dict):
+        return {for_terminal(k) if isinstance(k, str) else k: for_json(v) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return [for_json(v) for v in doc]
+    return doc
+
+
 class SafeStream(io.TextIOBase):
     """A text stream that sanitises and masks what is written, a line at a time (the CLI's stdout/stderr).
 

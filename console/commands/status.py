@@ -58,6 +58,7 @@ def render(doc: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from console.fleet.report import EXIT_OK, EXIT_UNREACHABLE, run_async, session, status_doc
+    from console.remote_text import for_json
 
     async def body(ctl: FleetController) -> int:
         deadline = time.monotonic() + args.wait
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         while True:
             doc = status_doc(ctl.state)
             if args.json:
-                print(json.dumps(doc, indent=None if args.watch else 2), flush=True)
+                print(json.dumps(for_json(doc), indent=None if args.watch else 2), flush=True)
             else:
                 if args.watch:
                     getattr(sys.stdout, "raw_write", sys.stdout.write)("\x1b[2J\x1b[H")  # ours, not remote text
