@@ -139,8 +139,10 @@ async def _main(args: argparse.Namespace, spec: BenchSpec) -> int:
     if not args.no_save:
         append_record(record)
     if args.json:
-        print(json.dumps({"server": target.server, "preset": target.preset,
-                          "levels": [lv.public() for lv in levels]}, indent=2))
+        from console.remote_text import for_json
+
+        print(json.dumps(for_json({"server": target.server, "preset": target.preset,
+                                   "levels": [lv.public() for lv in levels]}), indent=2))
     else:
         print(render_report(target, levels, prev, args.engine, fixed))
     return 3 if levels and all(lv.errors == lv.requests for lv in levels) else 0
