@@ -123,7 +123,8 @@ class FleetController:
         if isinstance(ev, ServerAction):
             j.event(ev.action, server=ev.server, ok=ev.ok, message=ev.message)
         elif isinstance(ev, ServerGone):
-            j.event("gone", server=ev.server, ok=True, exit_status=ev.exit_status, signal=ev.signal)
+            j.event("found-ended" if ev.found_ended else "gone", server=ev.server, ok=True,
+                    exit_status=ev.exit_status, signal=ev.signal)
         elif isinstance(ev, ServerAlive):
             j.event("alive-again", server=ev.server, ok=True, message="called ended, but its session is running")
         elif isinstance(ev, ServerSeen) and ev.meta.launch_id not in self._seen_ids:
@@ -239,7 +240,7 @@ class FleetController:
                     self.emit([LogData(m.name, time.time(), m.log_path, 0, data)])
             except TransportError:
                 pass
-        self.emit([ServerGone(m.name, time.time())])
+        self.emit([ServerGone(m.name, time.time(), found_ended=True)])
 
     def _on_frame(self, link: HostLink, frame: ProcFrame, at: float) -> None:
         host = link.name

@@ -138,6 +138,8 @@ class ServerGone:
     at: float
     exit_status: int | None = None
     signal: str | None = None
+    found_ended: bool = False
+    """Already dead when this console attached (meta.json, no process): each new console finds it again."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 SCRIPT_MIN = 200
 """A quoted argument this long, or holding a newline, is a script: the journal keeps its digest, not its text."""
-POLLING_EVENTS = frozenset({"seen", "host-up", "host-down", "host-connecting", "subscriber-error"})
+POLLING_EVENTS = frozenset({"seen", "found-ended", "host-up", "host-down", "host-connecting", "subscriber-error"})
 """Lifecycle records that the console writes while it only watches (connect, re-attach)."""
 KINDS = ("actions", "polling", "all")
 
