@@ -37,13 +37,15 @@ def test_each_command_finding_a_dead_server_adds_no_action(sim_root: Path, tmp_p
         pid = next(s["pid"] for s in json.loads(cli(hosts, "status", "--json").stdout)["servers"] if s["name"] == name)
         os.killpg(os.getpgid(pid), signal.SIGKILL)  # dies while no console watches
         deadline = time.monotonic() + 10 * PATIENCE
-        while Path(f"/proc/{pid}").exists():  # gone, reaped too (a zombie is still a process in /proc)
-            assert time.monotonic() < deadline, f"pid {pid} still in /proc after SIGKILL"
-            time.sleep(0.1)
-        for _ in range(2):
-            r = cli(hosts, "status", "--json")
-            srv = next(s for s in json.loads(r.stdout)["servers"] if s["name"] == name)
-            assert srv["phase"] == "crashed", srv
+        while True:  # each status is a new console finding it (the kernel reaps the process in its own time)
+            srv = next(s for s in json.loads(cli(hosts, "status", "--json").stdout)["servers"] if s["name"] == name)
+            if srv["phase"] == "crashed":
+                break
+            assert time.monotonic() < deadline, srv
+            time.sleep(0.5)
+        r = cli(hosts, "status", "--json")
+        srv = next(s for s in json.loads(r.stdout)["servers"] if s["name"] == name)
+        assert srv["phase"] == "crashed", srv
         ends = [x for x in _records() if x.get("server") == name and x.get("action") in ("gone", "found-ended")]
         assert len(ends) >= 2 and all(x["action"] == "found-ended" for x in ends), ends
         assert all(record_kind(x) == "polling" for x in ends)
