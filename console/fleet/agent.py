@@ -42,8 +42,8 @@ def procs_mode(interval, apps_every, apps_cmd, pattern, fast_every):
                     continue
                 r = st.rfind(")")
                 fields = st[r + 2:].split()
-                if len(fields) < 4:
-                    continue
+                if len(fields) < 4 or fields[0] in ("Z", "X"):
+                    continue  # a zombie (an unreaped dead rank) is no running server
                 args = cl.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
                 if not args:
                     args = "[" + st[st.find("(") + 1:r] + "]"

@@ -43,7 +43,8 @@ done"""
 
 
 def parse_ps(text: str) -> list[ProcInfo]:
-    """`ps -eo pid=,ppid=,sid=,args=` lines -> ProcInfo (bad lines skipped)."""
+    """`ps -eo pid=,ppid=,sid=,args=` lines -> ProcInfo (bad lines and zombies, `[name] <defunct>`, skipped:
+    an unreaped dead rank keeps SGLang's `sglang::scheduler` name but runs nothing)."""
     out = []
     for ln in text.splitlines():
         parts = ln.split(None, 3)
@@ -53,7 +54,10 @@ def parse_ps(text: str) -> list[ProcInfo]:
             pid, ppid, sid = int(parts[0]), int(parts[1]), int(parts[2])
         except ValueError:
             continue
-        out.append(ProcInfo(pid, ppid, sid, parts[3] if len(parts) > 3 else ""))
+        args = parts[3] if len(parts) > 3 else ""
+        if args.endswith("<defunct>"):
+            continue
+        out.append(ProcInfo(pid, ppid, sid, args))
     return out
 
 
