@@ -217,7 +217,7 @@ def plan_launch(fleet: Fleet, preset_name: str, stamp: str, gpus: list[int] | No
         command = launch_command(public_argv, public_env, log)
         hidden = [f"--{k}" for k in secret_args] + list(secret_env)
         if preset.api_key_env and "api-key" not in secret_args:  # the console adds it at launch, from local env
-            hidden.insert(0, f"--api-key (from ${preset.api_key_env})")
+            hidden.insert(0, f"${preset.api_key_env} as --api-key")  # worded so masking leaves it whole
         if hidden:  # a shell comment: the printed command still runs by hand, and says what it leaves out
             command += f"  # secrets passed in 0600 files, never on argv: {', '.join(hidden)}"
         plans.append(LaunchPlan(r, argv[0], argv, env, log, command,

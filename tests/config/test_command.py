@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 from console.config import parse_fleet
+from console.masking import mask
 from console.sglang.command import gpu_label, plan_launch, replica_name
 
 FLEET = '''
@@ -94,7 +95,8 @@ def test_printed_command_names_the_api_key_env_key_it_leaves_out() -> None:
                         '[presets.both]\nhost = "b"\ngpus = [1]\nmodel = "/m"\napi_key_env = "MY_KEY"\n'
                         'args = ["--api-key", "sk-in-args-123456"]\nenv = { HF_TOKEN = "hf_abcdefgh" }\n')
     (keyed,) = plan_launch(fleet, "keyed", "S")
-    assert keyed.command.endswith("& echo $!  # secrets passed in 0600 files, never on argv: --api-key (from $MY_KEY)")
+    assert keyed.command.endswith("& echo $!  # secrets passed in 0600 files, never on argv: $MY_KEY as --api-key")
+    assert mask(keyed.command) == keyed.command  # shown as is: it names the variable, not the key
     (both,) = plan_launch(fleet, "both", "S")
     assert both.command.endswith("never on argv: --api-key, HF_TOKEN") and "sk-in-args" not in both.command
     (plain,) = plan_launch(fleet, "tp2", "S")
