@@ -32,9 +32,11 @@ async def _kill_group(proc: asyncio.subprocess.Process, grace: float = 1.0) -> N
             os.killpg(proc.pid, sig)
         try:
             await asyncio.wait_for(proc.wait(), grace)
-            return
+            break
         except TimeoutError:
             continue
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # the leader is gone: a member that ignored SIGTERM must not outlive it
 
 
 def _close_transport(proc: asyncio.subprocess.Process) -> None:

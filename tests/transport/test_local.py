@@ -13,6 +13,7 @@ import pytest
 from console.config import Host
 from console.transport import CommandResult, TransportError, make_transport
 from console.transport.local import LocalTransport
+from tests.patience import patient
 
 
 async def _local(**kw) -> LocalTransport:
@@ -58,7 +59,23 @@ async def test_timeout_raises_and_kills_the_command(tmp_path: Path) -> None:
         await t.run(f"sleep 30 & echo $! > {pidfile}; wait", timeout=0.3)
     assert ei.value.host == "box" and "timed out" in str(ei.value) and "sleep 30" in str(ei.value)
     assert seen[-1].exit_status is None
-    assert not _alive(int(pidfile.read_text()))
+    pid, end = int(pidfile.read_text()), time.monotonic() + patient(2)
+    while _alive(pid) and time.monotonic() < end:  # signalled: it dies when next scheduled
+        await asyncio.sleep(0.02)
+    assert not _alive(pid)
+
+
+async def test_timeout_kills_a_member_that_ignores_sigterm(tmp_path: Path) -> None:
+    """Python 3.13 wakes `proc.wait()` when the leader exits (3.11 waited for its pipes, by which time the group
+    had been SIGKILLed): the group is SIGKILLed after the leader anyway."""
+    t = await _local()
+    pidfile = tmp_path / "pid"
+    with pytest.raises(TransportError):
+        await t.run(f"sh -c 'trap \"\" TERM; echo $$ > {pidfile}; while :; do sleep 0.1; done' & wait", timeout=0.5)
+    pid, end = int(pidfile.read_text()), time.monotonic() + patient(2)
+    while _alive(pid) and time.monotonic() < end:
+        await asyncio.sleep(0.02)
+    assert not _alive(pid)
 
 
 async def test_stream_close_ends_the_process_group(tmp_path: Path) -> None:
