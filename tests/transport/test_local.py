@@ -66,8 +66,8 @@ async def test_timeout_raises_and_kills_the_command(tmp_path: Path) -> None:
 
 
 async def test_timeout_kills_a_member_that_ignores_sigterm(tmp_path: Path) -> None:
-    """Python 3.13 wakes `proc.wait()` when the leader exits (3.11 waited for its pipes, by which time the group
-    had been SIGKILLed): the group is SIGKILLed after the leader anyway."""
+    """A guard, not a regression test: asyncio's `proc.wait()` also waits for the pipes, which the member holds, so
+    the old code reached its SIGKILL too; the group is now SIGKILLed after the leader whatever wait() does."""
     t = await _local()
     pidfile = tmp_path / "pid"
     with pytest.raises(TransportError):
