@@ -240,7 +240,8 @@ def run_checks(ctl: FleetController, preset_name: str, plans: list[LaunchPlan], 
             who = f"{owner}, {describe_pid(ctl, host, m.pid, f.procs)}" if m is not None and m.pid else owner
             s = ctl.state.servers.get(owner)
             why = ("" if s is not None and s.phase in ("ready", "serving")
-                   else ", which is still starting (a server listens once it has loaded)")
+                   else ", which is still starting (a server listens once it has loaded)" if s is not None
+                   and s.meta.managed else ", which does not listen on it (yet, or any more)")
             checks.append(PreCheck("port free", False, f"port {r.port} on {host} belongs to {who}{why}"))
         elif not f.ports_known:
             checks.append(PreCheck("port free", False, f"cannot list listening ports on {host} (no ss, no "
