@@ -36,6 +36,8 @@ from console.fleet.logmodel import LogModel
 
 MAX_LINES = 20_000
 SPARK_POINTS = 120
+GPU_HISTORY_POINTS = 600
+"""Per-GPU samples kept for the panes' history graphs: 10 min at nvidia-smi's 1 Hz."""
 ACTIVE_PHASES = ("launching", "loading_weights", "kv_cache", "cuda_graph", "warming", "ready", "serving")
 
 
@@ -47,10 +49,21 @@ class GpuProcess:
     server: str | None = None
 
 
+@dataclass(frozen=True)
+class GpuPoint:
+    """One telemetry sample of a GPU, kept for its history graphs."""
+
+    at: float
+    used_mib: int | None
+    util_pct: int | None
+
+
 @dataclass
 class GpuState:
     reading: GpuReading
     processes: list[GpuProcess] = field(default_factory=list)
+    history: deque[GpuPoint] = field(default_factory=lambda: deque(maxlen=GPU_HISTORY_POINTS))
+    """VRAM and utilisation over the last minutes, oldest first."""
 
     @property
     def index(self) -> int:
@@ -224,9 +237,10 @@ class FleetState:
         for r in ev.gpus:
             g = h.gpus.get(r.index)
             if g is None:
-                h.gpus[r.index] = GpuState(r)
+                g = h.gpus[r.index] = GpuState(r)
             else:
                 g.reading = r
+            g.history.append(GpuPoint(ev.at, r.memory_used_mib, r.utilization_pct))
         h.gpu_at = ev.at
         h.telemetry_error = None
         return []
