@@ -146,7 +146,6 @@ async def _start(ctl: FleetController, plan: LaunchPlan, lock: hostlock.HeldLock
     secret_args = _secret_args(plan)
     plan = dataclasses.replace(plan, secret_args=secret_args)  # the script passes --config only for these
     r = plan.replica
-    link = ctl.links[r.host]
     host = ctl.fleet.hosts[r.host]
     remember_secrets(plan.argv, plan.env)
     remember_secrets([a for k, v in secret_args.items() for a in (f"--{k}", v)])
@@ -159,6 +158,18 @@ async def _start(ctl: FleetController, plan: LaunchPlan, lock: hostlock.HeldLock
     doc = discovery.meta_to_json(meta, {"console_version": __version__, "python": plan.python})
     script = launchscript.launch_script(plan, discovery.meta_dir(host, r.name), lock.path, lock.token, launch_id)
     stdin = launchscript.launch_input(launchscript.meta_body(doc), secret_args, plan.secret_env)
+    in_flight = ctl.launching.setdefault(r.host, set())
+    in_flight.add(r.port)
+    try:
+        return await _run_launch(ctl, plan, script, stdin, meta)
+    finally:
+        in_flight.discard(r.port)
+
+
+async def _run_launch(ctl: FleetController, plan: LaunchPlan, script: str, stdin: str,
+                      meta: ServerMeta) -> tuple[bool, str]:
+    r = plan.replica
+    link = ctl.links[r.host]
     try:
         # prints the pid, then the host's clock right after the fork: a later process sample must show the pid
         res = await link.run(script, input=stdin, timeout=30)

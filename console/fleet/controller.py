@@ -70,6 +70,9 @@ class FleetController:
         self.links: dict[str, HostLink] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._launched_at: dict[str, float] = {}
+        self.launching: dict[str, set[int]] = {}
+        """Host -> ports of launches whose remote command has not returned yet: their process can be in a sample
+        before the console knows its pid, and must not be taken for an external server."""
         self._launched_remote: dict[str, float] = {}
         self._apps: dict[str, list[ComputeApp]] = {}
         self._discovered: set[str] = set()
@@ -267,7 +270,9 @@ class FleetController:
                 events.append(ServerAlive(s.name, at))
                 self._recheck(s.name, recheck.resync_log(self, link, s.name))
         if host in self._discovered:
-            events.extend(self._externals(host, frame, apps, at, {s.meta.sid for s in managed}))
+            # a managed server's session is never external: not while it runs, nor its ranks exiting after its end
+            sids = {s.meta.sid for s in self.state.servers_on(host) if s.meta.managed and s.meta.sid is not None}
+            events.extend(self._externals(host, frame, apps, at, sids))
         self.emit(events)
 
     def _recheck(self, name: str, coro: Coroutine[None, None, None]) -> None:
@@ -296,6 +301,9 @@ class FleetController:
             if p.sid in managed_sids or any(s.meta.pid == p.pid for s in self.state.servers_on(host)
                                             if s.meta.managed):
                 continue
+            meta = external_meta(host, p, ())
+            if meta.port in self.launching.get(host, ()):
+                continue  # the console's own launch in flight (its pid is known once the launch command returns)
             gpus = gpus_of_session(p.sid, frame.procs, apps, uuid_index)
             if not gpus and self._shares_process_table(host):
                 continue  # another local host's server: only the GPUs it holds tell them apart
