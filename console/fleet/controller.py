@@ -18,7 +18,6 @@ from console.config import Fleet, Host
 from console.fleet import actions, discovery, liveness, recheck
 from console.fleet.api import ActionOutcome, LaunchPreview, Listener
 from console.fleet.events import (
-    ComputeApp,
     Event,
     HealthResult,
     HostDown,
@@ -39,6 +38,7 @@ from console.fleet.journal import Journal
 from console.fleet.journalview import operation
 from console.fleet.monitor import ProcFrame, external_meta, gpus_of_session, sglang_mains
 from console.fleet.state import FleetState
+from console.gpu.readings import ComputeApp
 from console.sglang.command import shell_path
 from console.sglang.httpbound import HEALTH_DEADLINE_S, HEALTH_MAX_BYTES, BodyTooLarge, get_bounded
 from console.transport import make_transport

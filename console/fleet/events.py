@@ -9,34 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from console.gpu.readings import ComputeApp, GpuReading
+
 HostConn = Literal["connecting", "up", "down"]
 HealthStatus = Literal["ok", "warming", "down", "unauthorized", "error"]
-
-
-@dataclass(frozen=True)
-class GpuReading:
-    """One GPU's row from `nvidia-smi --query-gpu`; None where the tool printed [N/A]."""
-
-    index: int
-    uuid: str = ""
-    name: str = ""
-    pci_bus_id: str = ""
-    memory_used_mib: int | None = None
-    memory_total_mib: int | None = None
-    utilization_pct: int | None = None
-    memory_util_pct: int | None = None
-    temperature_c: int | None = None
-    power_w: float | None = None
-    power_limit_w: float | None = None
-    clocks_sm_mhz: int | None = None
-
-
-@dataclass(frozen=True)
-class ComputeApp:
-    pid: int
-    gpu_uuid: str
-    process_name: str
-    used_mib: int | None
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from console.fleet.events import ComputeApp, ProcInfo, ServerMeta
+from console.fleet.events import ProcInfo, ServerMeta
 from console.gpu import nvsmi
+from console.gpu.readings import ComputeApp
 
 SGLANG_RE = r"sglang[.]launch_server|sglang:[:]|sglang[ ]serve"
 """Matches SGLang's processes but not this text itself (as written in the loop's own argv)."""

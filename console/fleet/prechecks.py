@@ -15,10 +15,11 @@ from console import hostjson
 from console.config import Host
 from console.fleet import discovery
 from console.fleet.api import PreCheck
-from console.fleet.events import ComputeApp, ProcInfo, ServerMeta
+from console.fleet.events import ProcInfo, ServerMeta
 from console.fleet.journal import mask
 from console.fleet.monitor import parse_ps
 from console.gpu import nvsmi
+from console.gpu.readings import ComputeApp
 from console.sglang.command import LaunchPlan, shell_path
 
 if TYPE_CHECKING:

@@ -10,9 +10,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from console.fleet.events import (
-    ComputeApp,
     Event,
-    GpuReading,
     GpuSample,
     HealthResult,
     HostConn,
@@ -33,6 +31,7 @@ from console.fleet.events import (
     TelemetryError,
 )
 from console.fleet.logmodel import LogModel
+from console.gpu.readings import ComputeApp, GpuReading
 
 MAX_LINES = 20_000
 SPARK_POINTS = 120

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 
-from console.fleet.events import ComputeApp, GpuReading
+from console.gpu.readings import ComputeApp, GpuReading
 from console.linecap import LineCap
 
 GPU_FIELDS = (

@@ -12,8 +12,9 @@ from textual.widgets import ProgressBar, Static
 
 from benchmarks.fakesse import FakeOptions, FakeSSEServer
 from console.config import parse_fleet
-from console.fleet.events import GpuReading, ServerMeta
+from console.fleet.events import ServerMeta
 from console.fleet.state import FleetState, GpuState, ServerState
+from console.gpu.readings import GpuReading
 from console.sglang.bench import load_records
 from console.ui.bench_screen import BenchForm, BenchScreen, install, parse_form
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from console.fleet.events import (
-    ComputeApp,
-    GpuReading,
     GpuSample,
     HealthResult,
     HostConnecting,
@@ -21,6 +19,7 @@ from console.fleet.events import (
     TelemetryError,
 )
 from console.fleet.state import FleetState
+from console.gpu.readings import ComputeApp, GpuReading
 from tests.shared_samples import SAMPLES
 
 U0, U1 = "GPU-aaaa", "GPU-bbbb"

@@ -10,9 +10,7 @@ from typing import Any
 from console.config import Fleet, Host, Preset
 from console.fleet.api import ActionOutcome, LaunchPreview, PreCheck
 from console.fleet.events import (
-    ComputeApp,
     Event,
-    GpuReading,
     GpuSample,
     HealthResult,
     HostUp,
@@ -24,6 +22,7 @@ from console.fleet.events import (
 )
 from console.fleet.logmodel import Diagnosis
 from console.fleet.state import FleetState
+from console.gpu.readings import ComputeApp, GpuReading
 from console.sglang.command import plan_launch
 from console.sglang.lint import Finding
 from console.ui.backend import ChatDelta, ChatRequest, ProbeReport, fallback_curl

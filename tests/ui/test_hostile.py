@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from console.fleet.events import GpuReading, GpuSample, HostDown, HostUp, ServerMeta, ServerSeen
+from console.fleet.events import GpuSample, HostDown, HostUp, ServerMeta, ServerSeen
 from console.fleet.state import FleetState
+from console.gpu.readings import GpuReading
 from console.ui.format import clean
 from console.ui.screens.server import ServerScreen
 from console.ui.widgets.gpu_pane import GpuPane
