@@ -2,7 +2,8 @@
 
 NAME is a server/replica name (`PRESET@HOST:gpuN`), a preset (its first replica) or a URL. The
 built-in load generator (`console.sglang.bench`) runs here; `--engine sglang` runs SGLang's own
-`bench_serving` on the host through the fleet's transport. The BenchScreen reuses this module.
+`bench_serving` on the host through the fleet's transport. The BenchScreen shares the target
+(`console.fleet.bench_target`) and the load generator (`console.sglang.bench`), never this module.
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ import argparse
 import asyncio
 import datetime as dt
 import json
-import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from console.sglang.bench_serving_parse import bench_serving_command, parse_summary
@@ -29,28 +29,10 @@ from console.sglang.benchstats import (
 )
 
 if TYPE_CHECKING:
-    from console.sglang.bench import BenchSpec
+    from console.sglang.bench import BenchSpec, BenchTarget
 
 DEFAULT_LEVELS = "1,32,64,128"
 """The load generator (httpx) is imported only when a bench runs: the CLI imports every command at start."""
-
-
-@dataclass
-class BenchTarget:
-    """What a NAME resolved to: the server, its preset and host (none for a bare URL), and how to reach it."""
-
-    server: str
-    preset: str | None = None
-    host: str | None = None
-    port: int | None = None
-    url: str | None = None
-    gpus: tuple[int, ...] = ()
-    server_args: list[str] = field(default_factory=list)
-    gpu_model: str | None = None
-    api_key: str | None = None
-    python: str | None = None
-    model_path: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -96,7 +78,7 @@ def is_url(name: str) -> bool:
 
 
 async def _main(args: argparse.Namespace, spec: BenchSpec) -> int:
-    from console.sglang.bench import LoadGenerator, append_record, load_records, make_record
+    from console.sglang.bench import BenchTarget, LoadGenerator, append_record, load_records, make_record
 
     api = None
     if is_url(args.name):
@@ -198,35 +180,9 @@ async def connect_target(api: Any, name: str, wait_s: float = 20.0) -> BenchTarg
         if hs is None or any(g in hs.gpus for g in srv.meta.gpus):
             break
         await asyncio.sleep(0.1)
+    from console.fleet.bench_target import target_from_state
+
     return await target_from_state(api, server, preset or srv.meta.preset, srv)
-
-
-async def target_from_state(api: Any, server: str, preset: str | None, srv: Any) -> BenchTarget:
-    """A BenchTarget from a live ServerState (used by the CLI and the BenchScreen)."""
-    fleet = api.fleet
-    meta = srv.meta
-    host = fleet.hosts.get(meta.host)
-    p = fleet.presets.get(preset) if preset else None
-    key_env = api.api_key_env(server)
-    gpu_names = []
-    hs = api.state.hosts.get(meta.host)
-    if hs is not None:
-        gpu_names = [hs.gpus[g].reading.name for g in meta.gpus if g in hs.gpus and hs.gpus[g].reading.name]
-    argv = list(meta.argv)
-    if "-m" in argv:
-        argv = argv[argv.index("-m") + 2:]
-    elif p is not None:
-        argv = ["--tp-size", str(len(meta.gpus)), *p.args]
-    env = dict(host.env) if host is not None else {}
-    if p is not None:
-        env.update(p.env)
-    return BenchTarget(
-        server=server, preset=preset, host=meta.host, port=meta.port, url=await api.server_url(server),
-        gpus=tuple(meta.gpus), server_args=argv,
-        gpu_model=(f"{len(gpu_names)}x {gpu_names[0]}" if len(set(gpu_names)) == 1 else ", ".join(gpu_names)) or None,
-        api_key=os.environ.get(key_env) if key_env else None,
-        python=(p.python if p is not None and p.python else host.python if host is not None else None),
-        model_path=p.model if p is not None else None, env=env)
 
 
 # -- --engine sglang ----------------------------------------------------------------------------

@@ -1,9 +1,21 @@
-"""The default command: open the TUI on hosts.toml, or on a temporary sim fleet with --demo."""
+"""The default command: open the TUI on hosts.toml, or on a temporary sim fleet with --demo.
+
+The entry points live here, not in `console.ui`: they build the fleet (a FleetController, or a DemoFleet
+over the sim) and hand it to the app, so the UI package never imports the CLI's arguments and the app and
+the demo do not import each other.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
+import threading
+from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from console.ui.demo import DemoFleet
 
 ESCDELAY_MS = 10
 """How long a lone ESC byte waits for the rest of an escape sequence before it counts as the Escape key.
@@ -15,10 +27,60 @@ FAQ suggests. Set ESCDELAY yourself (e.g. `ESCDELAY=100`) when the terminal itse
 slow link, where an arrow key's bytes could be split.
 """
 
+EXIT_GRACE_S = 5.0
+"""After SIGTERM the console gets this long to restore the terminal and exit before it is ended hard."""
+
 
 def run_tui(args: argparse.Namespace) -> int:
     """Imports Textual only here, so the script subcommands start without it."""
     os.environ.setdefault("ESCDELAY", str(ESCDELAY_MS))  # read once, when Textual is first imported
-    from console.ui.app import run_app
-
+    if getattr(args, "demo", False):
+        return run_demo(args)
     return run_app(args)
+
+
+def run_app(args: argparse.Namespace) -> int:
+    """The real fleet from hosts.toml."""
+    from console.config import load_fleet
+    from console.fleet.controller import FleetController
+    from console.ui.app import DflashApp
+
+    fleet = load_fleet(args.hosts)
+    api = FleetController(fleet, read_only=bool(args.read_only))
+    app = DflashApp(api, fleet=fleet, read_only=bool(args.read_only), theme=args.theme)
+    app.run()
+    return int(app.return_code or 0)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Opens the UI at once on an empty fleet; the sim comes up in a worker."""
+    from console.ui.app import DflashApp
+    from console.ui.demo import DemoFleet
+
+    scale = float(os.environ.get("DFC_DEMO_TIME_SCALE", "0.25"))
+    demo = DemoFleet(read_only=bool(getattr(args, "read_only", False)), time_scale=scale)
+    os.environ["DFLASH_STATE_DIR"] = str(demo.state_dir)  # bench history and exports too: this process is the demo
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, lambda n, f: _on_exit_signal(demo, n, f))
+    app = DflashApp(api_factory=demo.bring_up, demo=demo, read_only=demo.read_only,
+                    theme=getattr(args, "theme", None))
+    try:
+        app.run()
+    finally:
+        demo.cleanup()
+    return int(app.return_code or 0)
+
+
+def _on_exit_signal(demo: DemoFleet, signum: int, _frame: FrameType | None) -> None:
+    """SIGHUP (terminal closed) or SIGTERM: the sim and temp dir go first, as on quit, then the process.
+
+    SIGHUP leaves at once (no terminal is left to restore); SIGTERM unwinds the app so the terminal is
+    restored, with a hard exit after EXIT_GRACE_S in case unwinding hangs."""
+    demo.cleanup()
+    code = 128 + signum
+    if signum == signal.SIGHUP:
+        os._exit(code)
+    hard = threading.Timer(EXIT_GRACE_S, os._exit, (code,))
+    hard.daemon = True
+    hard.start()
+    raise SystemExit(code)

@@ -39,6 +39,25 @@ SERVER_INFO_KEYS = ("model_path", "served_model_name", "tp_size", "dp_size", "pp
                     "kv_cache_dtype", "quantization", "schedule_policy", "version")
 
 
+@dataclass
+class BenchTarget:
+    """What a NAME resolved to: the server, its preset and host (none for a bare URL), and how to reach it."""
+
+    server: str
+    preset: str | None = None
+    host: str | None = None
+    port: int | None = None
+    url: str | None = None
+    gpus: tuple[int, ...] = ()
+    server_args: list[str] = field(default_factory=list)
+    gpu_model: str | None = None
+    api_key: str | None = None
+    python: str | None = None
+    model_path: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+
 @dataclass(frozen=True)
 class BenchSpec:
     """What to run: the server's base URL, the levels and the request shape."""

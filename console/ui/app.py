@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -34,7 +33,6 @@ from console.ui.actions import MUTATING, ActionsMixin
 from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
 from console.ui.messages import FleetChanged
 from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
-from console.ui.widgets.gpu_pane import log_view_key
 
 SYNC_MIN_S = 0.5
 """Screens repaint from state at most twice a second, however many event batches arrive (nvidia-smi samples
@@ -90,7 +88,6 @@ class DflashApp(ActionsMixin, App[int]):
         self._sync_pending = False
         self._change_posted = False
         self._urgent = False
-        self._log_keys: dict[str, tuple[object, ...]] = {}
         self._told_ready: set[str] = set()
         self._dirty_hosts: set[str] | None = None
         """Hosts that events touched since the last sync; None: all of them."""
@@ -170,8 +167,6 @@ class DflashApp(ActionsMixin, App[int]):
         """
         if self._dirty_hosts is not None:
             for ev in events:
-                if isinstance(ev, LogData) and not self._log_view_changed(ev.server):
-                    continue  # filler lines: nothing on the fleet screen changes
                 h = event_host(ev, self.state)
                 if h is None:  # cannot tell (a removed server, a new kind of event): redraw everything
                     self._dirty_hosts = None
@@ -186,17 +181,6 @@ class DflashApp(ActionsMixin, App[int]):
             self.toast(n)
             if n.server and n.message.endswith("is ready"):
                 self._told_ready.add(n.server)
-
-    def _log_view_changed(self, name: str) -> bool:
-        srv = self.state.servers.get(name)
-        if srv is None:
-            self._log_keys.pop(name, None)
-            return True
-        key = log_view_key(srv)
-        if self._log_keys.get(name) == key:
-            return False
-        self._log_keys[name] = key
-        return True
 
     def _ready_fallback(self) -> None:
         """Toasts 'is ready' when a server went from starting straight to serving without a notice (per sync)."""
@@ -372,18 +356,3 @@ class DflashApp(ActionsMixin, App[int]):
             except Exception:
                 pass
 
-
-def run_app(args: argparse.Namespace) -> int:
-    """Entry from `dflash-console`: the real fleet from hosts.toml, or a temporary sim fleet with --demo."""
-    if getattr(args, "demo", False):
-        from console.ui.demo import run_demo
-
-        return run_demo(args)
-    from console.config import load_fleet
-    from console.fleet.controller import FleetController
-
-    fleet = load_fleet(args.hosts)
-    api = FleetController(fleet, read_only=bool(args.read_only))
-    app = DflashApp(api, fleet=fleet, read_only=bool(args.read_only), theme=args.theme)
-    app.run()
-    return int(app.return_code or 0)

@@ -24,8 +24,16 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Label, ProgressBar, Static
 
-from console.commands.bench import BenchTarget, target_from_state
-from console.sglang.bench import BenchSpec, LoadGenerator, SweepResult, append_record, load_records, make_record
+from console.fleet.bench_target import target_from_state
+from console.sglang.bench import (
+    BenchSpec,
+    BenchTarget,
+    LoadGenerator,
+    SweepResult,
+    append_record,
+    load_records,
+    make_record,
+)
 from console.sglang.benchstats import (
     LevelResult,
     compare_levels,

@@ -7,7 +7,6 @@ SIGTERM cleans up as quitting does.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import fcntl
@@ -17,10 +16,8 @@ import shutil
 import signal
 import socket
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from console.config import Fleet
@@ -216,40 +213,3 @@ def _kill_mentioning(root: Path) -> int:
         except (OSError, ValueError):
             continue
     return n
-
-
-EXIT_GRACE_S = 5.0
-"""After SIGTERM the console gets this long to restore the terminal and exit before it is ended hard."""
-
-
-def _on_exit_signal(demo: DemoFleet, signum: int, _frame: FrameType | None) -> None:
-    """SIGHUP (terminal closed) or SIGTERM: the sim and temp dir go first, as on quit, then the process.
-
-    SIGHUP leaves at once (no terminal is left to restore); SIGTERM unwinds the app so the terminal is
-    restored, with a hard exit after EXIT_GRACE_S in case unwinding hangs."""
-    demo.cleanup()
-    code = 128 + signum
-    if signum == signal.SIGHUP:
-        os._exit(code)
-    hard = threading.Timer(EXIT_GRACE_S, os._exit, (code,))
-    hard.daemon = True
-    hard.start()
-    raise SystemExit(code)
-
-
-def run_demo(args: argparse.Namespace) -> int:
-    """Opens the UI at once on an empty fleet; the sim comes up in a worker."""
-    from console.ui.app import DflashApp
-
-    scale = float(os.environ.get("DFC_DEMO_TIME_SCALE", "0.25"))
-    demo = DemoFleet(read_only=bool(getattr(args, "read_only", False)), time_scale=scale)
-    os.environ["DFLASH_STATE_DIR"] = str(demo.state_dir)  # bench history and exports too: this process is the demo
-    for sig in (signal.SIGHUP, signal.SIGTERM):
-        signal.signal(sig, lambda n, f: _on_exit_signal(demo, n, f))
-    app = DflashApp(api_factory=demo.bring_up, demo=demo, read_only=demo.read_only,
-                    theme=getattr(args, "theme", None))
-    try:
-        app.run()
-    finally:
-        demo.cleanup()
-    return int(app.return_code or 0)
