@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -56,19 +57,28 @@ def render(doc: dict) -> str:
     return mask("\n".join(out))
 
 
+async def first_look(ctl: FleetController, wait_s: float) -> None:
+    """Every host's first complete picture, as soon as it is there: a GPU sample, a process sample taken after
+    re-attach (it joins GPUs to servers and finds external ones), then one /health round for all live servers
+    at once. Hosts are connected in parallel by the session; nothing here sleeps a fixed time."""
+    from console.fleet.events import ProcessSample
+
+    sampled: set[str] = set()
+    ctl.subscribe(lambda events, _notices: sampled.update(e.host for e in events if isinstance(e, ProcessSample)))
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and not all(
+            h.conn != "up" or ((h.gpus or h.telemetry_error) and h.name in sampled) for h in ctl.state.hosts.values()):
+        await asyncio.sleep(0.02)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(ctl.check_all_health(), 6.0)  # each request has its own 5 s deadline
+
+
 def run(args: argparse.Namespace) -> int:
     from console.fleet.report import EXIT_OK, EXIT_UNREACHABLE, run_async, session, status_doc
     from console.remote_text import for_json
 
     async def body(ctl: FleetController) -> int:
-        deadline = time.monotonic() + args.wait
-        while time.monotonic() < deadline and not all(h.gpus or h.conn != "up" or h.telemetry_error
-                                                      for h in ctl.state.hosts.values()):
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(0.3)  # one process sample joins GPUs to servers
-        deadline = time.monotonic() + 3.0  # and one /health round confirms each live server's phase
-        while time.monotonic() < deadline and not all(s.health_at for s in ctl.state.servers.values() if s.alive):
-            await asyncio.sleep(0.1)
+        await first_look(ctl, args.wait)
         while True:
             doc = status_doc(ctl.state)
             if args.json:

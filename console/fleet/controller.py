@@ -40,9 +40,10 @@ from console.fleet.monitor import ProcFrame, external_meta, gpus_of_session, sgl
 from console.fleet.state import FleetState
 from console.gpu.readings import ComputeApp
 from console.sglang.command import shell_path
-from console.sglang.httpbound import HEALTH_DEADLINE_S, HEALTH_MAX_BYTES, BodyTooLarge, get_bounded
+from console.sglang.httpbound import HEALTH_DEADLINE_S, HEALTH_MAX_BYTES, BodyTooLarge
 from console.transport import make_transport
 from console.transport.base import CommandHook, Transport, TransportError
+from console.transport.httppool import HostHttpPool, get_retrying_stale
 
 TransportFactory = Callable[[str, Host, CommandHook | None], Transport]
 LAUNCH_GRACE_S = 0.05
@@ -51,7 +52,8 @@ LAUNCH_GRACE_S = 0.05
 TAIL_AFTER_GONE_S = 30.0
 CLOSE_TIMEOUT_S = 5.0
 HEALTH_EVERY_S = 1.0
-HEALTH_READY_EVERY_S = 5.0
+HEALTH_READY_EVERY_S = 4.0
+"""Under the pool's 4.5 s keep-alive, so a ready server's polls reuse one connection (one forward channel)."""
 METRICS_EVERY_S = 5.0
 
 
@@ -77,7 +79,8 @@ class FleetController:
         self._apps: dict[str, list[ComputeApp]] = {}
         self._discovered: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
-        self._http: httpx.AsyncClient | None = None
+        self.http_pool = HostHttpPool()
+        """/health and /metrics: one keep-alive pool per host (a pooled connection is one forward channel kept)."""
         self._started = False
         self._seen_ids: set[str] = set()
         self.absences = liveness.Absences()
@@ -144,8 +147,6 @@ class FleetController:
         if self._started:
             return
         self._started = True
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(4.0, connect=3.0), trust_env=False,
-                                       limits=httpx.Limits(max_keepalive_connections=0))
         for name, host in self.fleet.hosts.items():
             if hosts is not None and name not in hosts:
                 continue
@@ -164,9 +165,7 @@ class FleetController:
         self._tasks = []
         await asyncio.wait_for(asyncio.gather(*(link.close() for link in self.links.values()),
                                               return_exceptions=True), CLOSE_TIMEOUT_S * 2)
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        await self.http_pool.aclose()
 
     async def __aenter__(self) -> FleetController:
         await self.start()
@@ -354,11 +353,11 @@ class FleetController:
 
         try:
             url = await self.server_url(name)
-            assert self._http is not None
+            http = self.http_pool.client(self.state.servers[name].meta.host)
             self.http_in_flight += 1
             try:
-                r, body = await get_bounded(self._http, url + "/metrics", deadline_s=METRICS_DEADLINE_S,
-                                            max_bytes=METRICS_MAX_BYTES, what="/metrics")
+                r, body = await get_retrying_stale(http, url + "/metrics", deadline_s=METRICS_DEADLINE_S,
+                                                   max_bytes=METRICS_MAX_BYTES, what="/metrics")
             finally:
                 self.http_in_flight -= 1
             if r.status_code != 200:
@@ -369,15 +368,22 @@ class FleetController:
         values = {k: float(v) for k, v in vars(m).items() if isinstance(v, (int, float)) and v is not None}
         return MetricsSample(name, time.time(), values)
 
+    async def check_all_health(self) -> None:
+        """One /health round for every live server, all at once (a one-shot `status` waits on this, not on the
+        host loops' 1 s cadence)."""
+        names = [s.name for s in self.state.servers.values() if s.alive and s.meta.port is not None]
+        results = await asyncio.gather(*(self.check_health(n) for n in names))
+        self.emit(list(results))
+
     async def check_health(self, name: str) -> HealthResult:
         t0 = time.monotonic()
         try:
             url = await self.server_url(name)
-            assert self._http is not None
+            http = self.http_pool.client(self.state.servers[name].meta.host)
             self.http_in_flight += 1
             try:
-                r, _ = await get_bounded(self._http, url + "/health", deadline_s=HEALTH_DEADLINE_S,
-                                         max_bytes=HEALTH_MAX_BYTES, what="/health")
+                r, _ = await get_retrying_stale(http, url + "/health", deadline_s=HEALTH_DEADLINE_S,
+                                                max_bytes=HEALTH_MAX_BYTES, what="/health")
             finally:
                 self.http_in_flight -= 1
             ms = (time.monotonic() - t0) * 1000
