@@ -176,7 +176,8 @@ class LogModel:
 
     @property
     def gen_throughput(self) -> float | None:
-        return self.stats.gen_throughput
+        """Read for every log chunk (the sparkline): the parser keeps it per line, no batch-line re-parse."""
+        return self.parser.last_gen_throughput
 
     @property
     def running(self) -> int | None:

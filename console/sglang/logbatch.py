@@ -21,18 +21,22 @@ class BatchStats:
         self._decode: str | None = None
         self._prefill: str | None = None
         self._last: str | None = None
+        self.last_gen: float | None = None
+        """The newest decode line's gen throughput, read as the line arrives (no materialize for it)."""
 
     def decode(self, msg: str, ts: float | None) -> None:
         self.stats.decode_lines += 1
         self.stats.last_batch_ts = ts
         self._decode = self._last = msg
         i = msg.find(_GEN)
+        t = None
         if i >= 0:
             i += len(_GEN)
             j = msg.find(",", i)
             t = to_float(msg[i:] if j < 0 else msg[i:j])
             if t is not None:
                 self._gen.append(t)
+        self.last_gen = t
 
     def prefill(self, msg: str, ts: float | None) -> None:
         st = self.stats

@@ -318,6 +318,11 @@ class LogParser(StartupLines, BareLines):
     def crash_info(self) -> CrashInfo | None:
         return self._tb.current(terminal=self._terminal is not None, up=self._http.order >= Phase.READY.order)
 
+    @property
+    def last_gen_throughput(self) -> float | None:
+        """The newest decode line's gen throughput without materialising the other stats (read per log chunk)."""
+        return self._batches.last_gen
+
     def current_stats(self) -> Stats:
         """The live Stats object, brought up to date (no copy; cheaper than a snapshot)."""
         return self._batches.materialize()
