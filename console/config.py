@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from console.masking import remember_fleet
+from console.router.spec import RouterSpec
+from console.router.spec import cross_check as _router_checks
 from console.tomlpos import TomlLocator, too_deep
 
 APP_NAME = "dflash-console"
@@ -149,6 +151,8 @@ class Fleet(_Strict):
 
     hosts: dict[str, Host] = Field(default_factory=dict)
     presets: dict[str, Preset] = Field(default_factory=dict)
+    routers: dict[str, RouterSpec] = Field(default_factory=dict)
+    """[routers.NAME]: SGLang routers in front of presets' replicas (console/router/)."""
     keymap: dict[str, str] = Field(default_factory=dict)
     """Binding id -> key(s), e.g. `launch = "ctrl+l"`."""
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
@@ -276,7 +280,8 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-_MODELS: dict[str, type[BaseModel]] = {"hosts": Host, "presets": Preset, "console": ConsoleSettings}
+_MODELS: dict[str, type[BaseModel]] = {"hosts": Host, "presets": Preset, "console": ConsoleSettings,
+                                      "routers": RouterSpec}
 
 
 def _known_keys(loc: tuple[Any, ...]) -> list[str]:
@@ -393,6 +398,7 @@ def _cross_checks(data: dict[str, Any], add: Any) -> list[ConfigIssue]:
                     if flag in CONSOLE_OWNED_FLAGS:
                         add(("presets", name, "args", i), f"'{flag}' is set by the console from the preset's "
                             "model/port/bind/tp fields; remove it from args")
+    _router_checks(data, add)
     return []
 
 

@@ -49,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
         for plan in plan_launch(fleet, name, stamp):
             print(f"  {plan.replica.name}  port {plan.replica.port}  GPUs {','.join(map(str, plan.replica.gpus))}")
             print(f"    {plan.command}")
+    if not args.presets:
+        from console.router.command import print_router_plans
+
+        print_router_plans(fleet, stamp)
     if args.remote:
         from console.commands.check_remote import run_remote
 

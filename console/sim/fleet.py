@@ -64,7 +64,9 @@ def hosts_toml(dirs: dict[str, Path], specs: dict[str, SimHostSpec]) -> str:
                 f"port = {base}", 'bind = "0.0.0.0"', f"args = {_arr(_ARGS_GEN)}", "",
                 f"[presets.qwen36-bench{sfx}]", f'description = "Qwen3.6-27B on {bw} GPU 0 only, for concurrency sweeps"',
                 f'host = "{bw}"', "gpus = [0]", f"model = {_q(str(d / 'models/Qwen3.6-27B'))}", f"port = {base}",
-                'bind = "0.0.0.0"', f"args = {_arr(_ARGS_GEN)}", ""]
+                'bind = "0.0.0.0"', f"args = {_arr(_ARGS_GEN)}", "",
+                f"[routers.gen{sfx}]", f'description = "SGLang router over the qwen36-gen{sfx} replicas: one endpoint"',
+                f'host = "{bw}"', f'presets = ["qwen36-gen{sfx}"]', f"port = {base + 80}", 'policy = "round_robin"', ""]
     return "\n".join(out)
 
 
@@ -109,10 +111,22 @@ def _pids_mentioning(root: Path) -> list[int]:
     return out
 
 
+def _router_groups(dir: str | os.PathLike[str]) -> list[int]:
+    """SGLang routers started on the sim hosts (run/routers/NAME/pid): their argv names no sim path, so the
+    scan above misses them; each is a session leader, signalled as its group (negative pid)."""
+    out = []
+    for f in Path(dir).glob("*/run/routers/*/pid"):
+        try:
+            out.append(-int(f.read_text().strip()))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
 def sim_down(dir: str | os.PathLike[str], timeout: float = 5.0) -> int:
     """Stop every live sim process recorded in the hosts' state files (SIGTERM, then SIGKILL)."""
     pids = sorted({int(e["pid"]) for h in host_dirs(dir) for e in state.snapshot(h).values()}
-                  | set(_pids_mentioning(Path(dir).resolve())))
+                  | set(_pids_mentioning(Path(dir).resolve())) | set(_router_groups(dir)))
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:
@@ -120,8 +134,8 @@ def sim_down(dir: str | os.PathLike[str], timeout: float = 5.0) -> int:
             except ProcessLookupError:
                 pass
         end = time.monotonic() + timeout
-        while time.monotonic() < end and any(state.proc_start_ticks(p) is not None for p in pids):
+        while time.monotonic() < end and any(state.proc_start_ticks(abs(p)) is not None for p in pids):
             time.sleep(0.05)
-        if all(state.proc_start_ticks(p) is None for p in pids):
+        if all(state.proc_start_ticks(abs(p)) is None for p in pids):
             break
     return len(pids)

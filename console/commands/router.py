@@ -1,0 +1,129 @@
+"""`dflash-console router up|down|restart|status|sync NAME`: SGLang's router in front of a preset's replicas.
+
+`up` starts `python -m sglang_router.launch_router` on the router's host over the replicas that serve
+now; `sync` adds/removes workers at the router so it lists exactly the serving replicas (the TUI does
+this continuously); `status` shows its phase, workers and requests/s. Exit 0 ok, 1 failed, 2 unknown
+router, 3 host unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from console.fleet.controller import FleetController
+    from console.router.manager import RouterManager
+
+VERBS = ("up", "down", "restart", "status", "sync")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("router", help="start, stop, sync or show an SGLang router over a preset's replicas")
+    p.add_argument("verb", choices=VERBS)
+    p.add_argument("name", metavar="NAME", nargs="?", help="a [routers.NAME] of hosts.toml (status: all when omitted)")
+    p.add_argument("--wait", type=float, default=60.0, metavar="S", help="up: seconds to wait for /health (60)")
+    p.set_defaults(func=run)
+
+
+async def wait_replica_health(ctl: FleetController, mgr: RouterManager, name: str, timeout: float = 8.0) -> None:
+    """Until every live replica of the router's presets has a /health answer (so `up` starts with all of them)."""
+    spec = ctl.fleet.routers[name]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        todo = [s for s in ctl.state.servers.values()
+                if s.meta.preset in spec.presets and s.alive and s.health is None]
+        if not todo:
+            return
+        await asyncio.sleep(0.2)
+
+
+def print_view(mgr: RouterManager, name: str) -> None:
+    from console.fleet.journal import mask
+    from console.ui.format import clean
+
+    v = mgr.views[name]
+    spec = mgr.fleet.routers[name]
+    head = f"router {name} on {spec.host}:{spec.port} ({spec.policy}): {v.phase}"
+    if v.pid and v.phase in ("running", "starting"):
+        head += f", pid {v.pid}"
+    if v.started_at and v.phase in ("running", "starting"):
+        head += f", up {int(time.time() - v.started_at)} s"
+    print(mask(head))
+    if v.error:
+        print(mask(f"  {clean(v.error, 300)}"))
+    if v.phase != "running":
+        return
+    rps = "-" if v.rps is None else f"{v.rps:.1f}"
+    print(f"  workers {v.healthy_workers}/{len(v.workers)} healthy · {rps} req/s")
+    for w in v.workers:
+        who = mgr.replica_of(name, w.url) or "(not a known replica)"
+        wr = v.worker_rps.get(w.url)
+        print(mask(f"  {clean(w.url, 80)}  {clean(who, 60)}  {'healthy' if w.healthy else 'UNHEALTHY'}"
+                   f"  load {'-' if w.load is None else w.load}  {'-' if wr is None else f'{wr:.1f}'} req/s"))
+    listed = {w.url for w in v.workers}
+    for s in mgr.ctl.state.servers.values():
+        if s.meta.preset in spec.presets and s.meta.host == spec.host and s.meta.port is not None:
+            from console.router.command import worker_url
+
+            if worker_url(s.meta.bind, s.meta.port) not in listed and (s.alive or s.phase == "crashed"):
+                print(mask(f"  not at the router: {clean(s.name, 60)} ({s.phase})"))
+
+
+def run(args: argparse.Namespace) -> int:
+    from console.commands.names import did_you_mean
+    from console.config import load_fleet
+    from console.fleet.journal import mask
+    from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, run_async, session
+
+    fleet = load_fleet(args.hosts)
+    name = (args.name or "").removeprefix("router:")
+    if not name and args.verb != "status":
+        return fail(f"router {args.verb} needs a NAME ({', '.join(fleet.routers) or 'no [routers.NAME] in hosts.toml'})",
+                    EXIT_USAGE)
+    if name and name not in fleet.routers:
+        hint = did_you_mean(name, list(fleet.routers))
+        return fail(f"no router '{name}'{hint or ''} (routers: {', '.join(fleet.routers) or 'none in hosts.toml'})",
+                    EXIT_USAGE)
+    names = [name] if name else list(fleet.routers)
+    if not names:
+        print("no [routers.NAME] in hosts.toml")
+        return EXIT_OK
+    hosts = sorted({fleet.routers[n].host for n in names})
+
+    async def body(ctl: FleetController) -> int:
+        from console.router.manager import RouterManager
+
+        mgr = RouterManager(ctl)
+        try:
+            for n in names:
+                await wait_replica_health(ctl, mgr, n)
+            if args.verb == "status":
+                for n in names:
+                    await mgr.refresh(n)
+                await asyncio.sleep(1.0)  # a second metrics read: requests/s
+                for n in names:
+                    await mgr.refresh(n)
+                    print_view(mgr, n)
+                return EXIT_OK
+            if args.verb == "sync":
+                v = await mgr.refresh(name)
+                if v.phase != "running":
+                    return fail(f"router {name} is {v.phase}{': ' + v.error if v.error else ''}", EXIT_FAILED)
+                ch = await mgr.sync(name)
+                print(mask(mgr.views[name].last_change if ch else f"router {name}: workers already match "
+                                                                  f"the {len(mgr.ready_urls(name))} serving replicas"))
+                return EXIT_OK
+            verb = {"up": lambda: mgr.up(name, wait_s=args.wait), "down": lambda: mgr.down(name),
+                    "restart": lambda: mgr.restart(name)}[args.verb]
+            out = await verb()
+            if out.ok:
+                print(mask(out.message))
+                return EXIT_OK
+            return fail(out.message, EXIT_FAILED)
+        finally:
+            await mgr.aclose()
+
+    return run_async(session(args, hosts, body, fleet=fleet))
