@@ -329,11 +329,20 @@ class SGLangClient:
         return obj
 
     async def model_info(self) -> dict[str, Any]:
-        return await self._object("/model_info")
+        return await self._object_or_old("/model_info")
 
     async def server_info(self) -> dict[str, Any]:
         """GET /server_info with api_key and every other secret-looking key removed."""
-        return dict(redact(await self._object("/server_info")))
+        return dict(redact(await self._object_or_old("/server_info")))
+
+    async def _object_or_old(self, path: str) -> dict[str, Any]:
+        """`path`, else SGLang's older `/get_…` name on a 404: SGLang's router (sglang-router 0.3) serves only that."""
+        try:
+            return await self._object(path)
+        except HTTPStatus as e:
+            if e.status != 404:
+                raise
+            return await self._object("/get_" + path.lstrip("/"))
 
     async def metrics(self) -> Metrics:
         """GET /metrics (404 means the server runs without --enable-metrics)."""
