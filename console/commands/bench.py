@@ -167,6 +167,10 @@ async def wait_for_server(api: Any, name: str, timeout_s: float = 20.0) -> Any:
 
 async def connect_target(api: Any, name: str, wait_s: float = 20.0) -> BenchTarget:
     """Start the controller, resolve NAME, wait for the server (and its GPU telemetry, ≤ 5 s), fill in the target."""
+    if name.startswith("router:"):  # SGLang's router in front of replicas (console/router/)
+        from console.router.manager import router_target
+
+        return await router_target(api, name, wait_s)
     await api.start()
     fleet = api.fleet
     try:

@@ -64,6 +64,13 @@ def run(args: argparse.Namespace) -> int:
         return run_async(probe_url(args.target, args.prompt, args.max_tokens, None, args.json))
     fleet = load_fleet(args.hosts)
     host = host_of(args.target, fleet)
+    if args.target.startswith("router:") and args.target[7:] in fleet.routers:  # an SGLang router (console/router/)
+        host = fleet.routers[args.target[7:]].host
+
+        async def via_router(ctl: FleetController) -> int:
+            return await probe_url(await ctl.server_url(args.target), args.prompt, args.max_tokens, None, args.json)
+
+        return run_async(session(args, [host], via_router, fleet=fleet))
     if host is None:
         return fail(unknown_host_of(args.target, fleet) + " (or give a URL)", EXIT_USAGE)
 

@@ -426,6 +426,10 @@ class FleetController:
         await self.links[host].reconnect()
 
     async def server_url(self, name: str) -> str:
+        if name.startswith("router:"):  # an SGLang router in front of replicas (console/router/), as chat/probe/bench target
+            from console.router.manager import router_base_url
+
+            return await router_base_url(self, name)
         s = self.state.servers[name]
         host = self.fleet.hosts[s.meta.host]
         if s.meta.port is None:

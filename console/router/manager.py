@@ -14,7 +14,7 @@ import datetime as dt
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -39,6 +39,33 @@ Listener = Callable[[str], None]
 
 def is_router_target(name: str | None) -> bool:
     return bool(name) and name.startswith(ROUTER_PREFIX)  # type: ignore[union-attr]
+
+
+async def router_base_url(ctl: FleetController, name: str) -> str:
+    """A router's OpenAI base URL as this machine reaches it (`router:NAME` or NAME): the host's tunnel, or direct."""
+    name = name.removeprefix(ROUTER_PREFIX)
+    spec = ctl.fleet.routers[name]
+    host = ctl.fleet.hosts[spec.host]
+    loop = spec.bind in ("0.0.0.0", "::", "", "localhost")
+    if host.http == "direct":
+        return f"http://{host.address if loop else spec.bind}:{spec.port}"
+    local = await ctl.links[spec.host].forward("127.0.0.1" if loop else spec.bind, spec.port)
+    return f"http://127.0.0.1:{local}"
+
+
+async def router_target(api: FleetController, name: str, wait_s: float = 20.0) -> Any:
+    """`bench router:NAME`: a BenchTarget for the router's endpoint (no preset, no GPUs of its own)."""
+    from console.sglang.bench import BenchTarget
+
+    rname = name.removeprefix(ROUTER_PREFIX)
+    if rname not in api.fleet.routers:
+        raise LookupError(f"no router '{rname}' in hosts.toml (routers: {', '.join(api.fleet.routers) or 'none'})")
+    await api.start()
+    spec = api.fleet.routers[rname]
+    if not await api.links[spec.host].wait_up(wait_s):
+        raise LookupError(f"host {spec.host} of router {rname} is unreachable")
+    return BenchTarget(server=ROUTER_PREFIX + rname, host=spec.host, port=spec.port,
+                       url=await router_base_url(api, rname))
 
 
 class RouterManager:
@@ -72,19 +99,9 @@ class RouterManager:
     def routers_on(self, host: str) -> list[str]:
         return [n for n, s in self.fleet.routers.items() if s.host == host]
 
-    async def _forward(self, name: str, port: int) -> str:
-        spec = self.fleet.routers[name]
-        host = self.fleet.hosts[spec.host]
-        loop = spec.bind in ("0.0.0.0", "::", "", "localhost")
-        if host.http == "direct":
-            return f"http://{host.address if loop else spec.bind}:{port}"
-        local = await self.ctl.links[spec.host].forward("127.0.0.1" if loop else spec.bind, port)
-        return f"http://127.0.0.1:{local}"
-
     async def url(self, name: str) -> str:
         """The router's OpenAI base URL as this machine reaches it (`router:NAME` or NAME)."""
-        name = name.removeprefix(ROUTER_PREFIX)
-        return await self._forward(name, self.fleet.routers[name].port)
+        return await router_base_url(self.ctl, name)
 
     async def api(self, name: str) -> RouterApi:
         spec = self.fleet.routers[name]
