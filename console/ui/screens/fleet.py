@@ -17,6 +17,7 @@ from console.ui.visibility import update_row, visible_widgets
 from console.ui.widgets.activity import ActivityLog
 from console.ui.widgets.gpu_pane import GpuPane
 from console.ui.widgets.host_band import HostBand
+from console.ui.widgets.router_band import RouterBand
 
 
 class HostList(VerticalScroll, can_focus=False, inherit_bindings=False):
@@ -214,8 +215,8 @@ class FleetScreen(ServerKeys, Screen):
             pane.sync()
 
     def action_move(self, dx: int, dy: int) -> None:
-        panes = list(self.query(GpuPane))
-        cur = self.focused if isinstance(self.focused, GpuPane) else None
+        panes = list(self.query("GpuPane, RouterBand"))
+        cur = self.focused if isinstance(self.focused, (GpuPane, RouterBand)) else None  # ↑ reaches a router band
         if not panes:
             return
         if cur is None:

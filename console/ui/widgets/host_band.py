@@ -14,6 +14,7 @@ from textual.widgets import Static
 from console.ui import format as fmt
 from console.ui.visibility import CatchUpWhenShown, update_row, visible_widgets
 from console.ui.widgets.gpu_pane import GpuPane, colours
+from console.ui.widgets.router_band import router_bands
 
 PANE_MIN_WIDTH = 36
 LIVE_S = 2.5
@@ -97,6 +98,7 @@ class HostBand(Vertical):
 
     def compose(self) -> ComposeResult:
         yield self._header
+        yield from router_bands(self.app, self.host)  # issue 15: SGLang routers of this host
         yield self._grid
         yield self._nogpu
 

@@ -1,0 +1,181 @@
+"""RouterBand: one SGLang router above its host's GPU panes: phase, per-worker health and load, requests/s.
+
+Keys on the band (focus it with ↑ from the top panes, tab, or a click): `l` starts the router over the
+serving replicas, `s` stops it (asks), `r` restarts it, `c` chats through it, `p` probes it, `b` benches
+it. The RouterManager (console/router/manager.py) is created on first use and watched in an app worker.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.content import Content
+from textual.widgets import Static
+
+from console.router.manager import ROUTER_PREFIX, RouterManager
+from console.router.state import RouterView
+from console.ui import format as fmt
+from console.ui.visibility import update_row
+from console.ui.widgets.gpu_pane import colours
+
+Part = tuple[str, str]
+"""(text, colour key or '')."""
+
+
+def router_manager(app: Any) -> RouterManager | None:
+    """The app's RouterManager, made (and its watch loop started) the first time a band asks for it."""
+    mgr = getattr(app, "router_manager", None)
+    if mgr is not None:
+        return mgr
+    api = getattr(app, "api", None)
+    fleet = getattr(api, "fleet", None)
+    if api is None or not getattr(fleet, "routers", None) or not hasattr(api, "links"):
+        return None
+    mgr = RouterManager(api)
+    app.router_manager = mgr
+    app.run_worker(mgr.watch(), group="routers", name="routers", exit_on_error=False, description="router watch")
+    return mgr
+
+
+def router_bands(app: Any, host: str) -> list[RouterBand]:
+    """The bands for the routers of `host` (the hook HostBand.compose calls)."""
+    fleet = getattr(app, "fleet", None)
+    routers = getattr(fleet, "routers", None) or {}
+    return [RouterBand(n) for n, r in routers.items() if r.host == host]
+
+
+def band_parts(v: RouterView, workers: list[tuple[str, str | None, bool, int | None, float | None]],
+               missing: list[tuple[str, str]], now: float) -> tuple[list[Part], list[Part]]:
+    """The band's two rows (pure). `workers`: (url, replica name, healthy, load, req/s) as the router lists them;
+    `missing`: (replica, phase) of the router's replicas it does not list."""
+    icon, tone = {"running": ("⇄", "phase-ready"), "starting": ("◌", "phase-starting"),
+                  "crashed": ("✖", "phase-crashed"), "stopped": ("○", "dim"), "unknown": ("?", "stale")}[v.phase]
+    head: list[Part] = [(f"{icon} router ", tone), (fmt.clean(v.name, 40), "bold"), (f" :{v.port} {v.policy}  ", ""),
+                        (v.phase, tone)]
+    body: list[Part] = []
+    if v.phase == "running":
+        healthy = sum(w[2] for w in workers)
+        head.append((f" · {healthy}/{len(workers)} workers healthy", "phase-ready" if healthy else "phase-crashed"))
+        head.append((" · " + ("- req/s" if v.rps is None else f"{v.rps:.1f} req/s"), ""))
+        if v.started_at:
+            head.append((f" · up {fmt.age(max(0.0, now - v.started_at))}", "dim"))
+        for url, who, ok, load, rps in workers:
+            label = who.rsplit(":", 1)[-1] if who else fmt.clean(url.rsplit(":", 1)[-1], 12)
+            body.append((("✓ " if ok else "✖ ") + label, "phase-ready" if ok else "phase-crashed"))
+            body.append((f" load {'-' if load is None else load}" + ("" if rps is None else f" {rps:.1f}/s") + "   ",
+                         ""))
+        for who, phase in missing:
+            body.append((f"· {who.rsplit(':', 1)[-1]} not routed ({phase})   ", "dim"))
+        if v.last_change:
+            body.append((fmt.clean(v.last_change, 120), "dim"))
+    elif v.phase == "crashed":
+        head.append((f": {fmt.clean(v.error or '', 160)}", "phase-crashed"))
+        body.append(("l: start it again · enter the log: " + fmt.clean(v.log_path or "-", 100), "dim"))
+    elif v.phase == "stopped":
+        body.append((f"l: start it over the {len(workers)} serving replica{'s' if len(workers) != 1 else ''}", "dim"))
+    elif v.phase == "starting" and v.error:
+        head.append((f" ({fmt.clean(v.error, 80)})", "dim"))
+    elif v.phase == "unknown" and v.error:
+        head.append((f": {fmt.clean(v.error, 120)}", "stale"))
+    return head, body
+
+
+class RouterBand(Static, can_focus=True):
+    """Two rows about one router; the band's own keys act on the router."""
+
+    DEFAULT_CSS = """
+    RouterBand { height: 2; padding: 0 1; }
+    RouterBand:focus { background: $boost; text-style: none; }
+    """
+    BINDINGS = [
+        Binding("l", "router_up", "Router up", id="router-up", tooltip="Start the router over the serving replicas."),
+        Binding("s", "router_down", "Router down", id="router-down", tooltip="Stop the router (asks first)."),
+        Binding("r", "router_restart", "Restart", id="router-restart", tooltip="Stop and start the router."),
+        Binding("c", "router_chat", "Chat", id="router-chat", tooltip="Chat through the router."),
+        Binding("p", "router_probe", "Probe", id="router-probe", tooltip="Health and a short generation via the router."),
+        Binding("b", "router_bench", "Bench", id="router-bench", show=False, tooltip="Concurrency sweep via the router."),
+    ]
+
+    def __init__(self, router: str) -> None:
+        super().__init__(markup=False, id=f"router-{router}")
+        self.router = router
+
+    @property
+    def target(self) -> str:
+        return ROUTER_PREFIX + self.router
+
+    def on_mount(self) -> None:
+        mgr = router_manager(self.app)
+        if mgr is not None:
+            mgr.subscribe(lambda name: self.call_later(self.sync) if name == self.router and self.is_attached else None)
+        self.set_interval(1.0, self.sync)
+        self.sync()
+
+    def sync(self) -> None:
+        mgr = router_manager(self.app)
+        if mgr is None or self.router not in mgr.views:
+            return
+        v = mgr.views[self.router]
+        workers = [(w.url, mgr.replica_of(self.router, w.url), w.healthy, w.load, v.worker_rps.get(w.url))
+                   for w in sorted(v.workers, key=lambda w: w.url)]
+        listed = {w.url for w in v.workers}
+        if v.phase != "running":  # what `l` would start it over
+            workers = [(u, None, True, None, None) for u in mgr.ready_urls(self.router)]
+        spec = mgr.fleet.routers[self.router]
+        from console.router.command import worker_url
+
+        missing = sorted((s.name, s.phase) for s in self.app.state.servers.values()  # type: ignore[attr-defined]
+                         if s.meta.preset in spec.presets and s.meta.host == spec.host and s.meta.port is not None
+                         and (s.alive or s.phase == "crashed") and worker_url(s.meta.bind, s.meta.port) not in listed)
+        head, body = band_parts(v, workers, missing if v.phase == "running" else [], time.time())
+        c = colours(self)
+        lines = [Content.assemble(*((t, c.get(k, k)) if k else t for t, k in row)) for row in (head, body)]
+        update_row(self, Content("\n").join(lines))
+
+    # -- keys -----------------------------------------------------------------------------------
+    def _mgr(self) -> RouterManager | None:
+        return router_manager(self.app)
+
+    def _act(self, action: str, fn: Any) -> None:
+        app = self.app
+        if app.refuse_if_read_only("stop" if action == "router down" else "launch"):  # type: ignore[attr-defined]
+            return
+
+        async def go() -> tuple[bool, str]:
+            out = await fn()
+            self.call_later(self.sync)
+            return out.ok, out.message
+
+        app._run(action, self.router, go)  # type: ignore[attr-defined]
+
+    def action_router_up(self) -> None:
+        mgr = self._mgr()
+        if mgr is not None:
+            self._act("router up", lambda: mgr.up(self.router))
+
+    def action_router_down(self) -> None:
+        mgr = self._mgr()
+        if mgr is None:
+            return
+        spec = mgr.fleet.routers[self.router]
+        self.app.confirm(  # type: ignore[attr-defined]
+            Text.assemble("Stop router ", (self.router, "bold"), f"? Clients of {spec.host}:{spec.port} lose it "
+                          "(the replicas keep serving)."),
+            lambda: self._act("router down", lambda: mgr.down(self.router)))
+
+    def action_router_restart(self) -> None:
+        mgr = self._mgr()
+        if mgr is not None:
+            self._act("router restart", lambda: mgr.restart(self.router))
+
+    def action_router_chat(self) -> None:
+        self.app.open_chat(self.target)  # type: ignore[attr-defined]
+
+    def action_router_probe(self) -> None:
+        self.app.request_probe(self.target)  # type: ignore[attr-defined]
+
+    def action_router_bench(self) -> None:
+        self.app.request_bench(self.target)  # type: ignore[attr-defined]
