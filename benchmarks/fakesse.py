@@ -26,6 +26,9 @@ class FakeOptions:
     send_usage: bool = True
     flush_every: int = 16
     """Zero-delay mode: drain the socket every N chunks."""
+    step_s: float | None = None
+    """Decode-batch mode, like SGLang's scheduler: every step each running request gets one token, written as
+    its own packet; a step lasts at least step_s (0: as fast as this process can). None: per-request pacing."""
     role_chunk: bool = True
     """False: no empty role chunk, and the headers leave with the first token, so a client's first
     byte is the first token (what makes curl's time_starttransfer a TTFT)."""
@@ -71,6 +74,10 @@ class FakeSSEServer:
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
+        self._step: asyncio.Future[None] | None = None
+        self._running = 0
+        self.tokens_sent = 0
+        self._batcher: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
@@ -154,7 +161,10 @@ class FakeSSEServer:
             await asyncio.sleep(o.ttft_s)
         loop = asyncio.get_running_loop()
         t0 = loop.time()
-        for i in range(n):
+        if o.step_s is not None:
+            await self._batched(n, head, w)
+            head = b"" if n else head
+        for i in range(n if o.step_s is None else 0):
             w.write(head + _TOKEN if i == 0 else _TOKEN)
             if o.tokens_per_s > 0:
                 await w.drain()
@@ -163,10 +173,39 @@ class FakeSSEServer:
                     await asyncio.sleep(delay)
             elif i % o.flush_every == 0:
                 await w.drain()
-        if n == 0:
+        if head:
             w.write(head)
         w.write(_finish("length" if req.get("ignore_eos") or n == req.get("max_tokens") else "stop"))
         if o.send_usage and (req.get("stream_options") or {}).get("include_usage"):
             w.write(_usage(prompt, n))
         w.write(_DONE)
         await w.drain()
+
+    async def _batched(self, n: int, head: bytes, w: asyncio.StreamWriter) -> None:
+        """n tokens, one per decode step of the shared batcher (each its own write, so its own packet)."""
+        if self._batcher is None or self._batcher.done():
+            loop = asyncio.get_running_loop()
+            self._step = loop.create_future()
+            self._batcher = loop.create_task(self._steps())
+        self._running += 1
+        try:
+            for i in range(n):
+                assert self._step is not None
+                await self._step
+                w.write(head + _TOKEN if i == 0 else _TOKEN)
+                self.tokens_sent += 1
+        finally:
+            self._running -= 1
+
+    async def _steps(self) -> None:
+        """The decode loop: release every running request once per step; it ends when none is left."""
+        loop = asyncio.get_running_loop()
+        step = self.options.step_s or 0.0
+        next_at = loop.time()
+        while self._running:
+            next_at += step
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+            assert self._step is not None
+            fut, self._step = self._step, loop.create_future()
+            fut.set_result(None)
+            await asyncio.sleep(0)  # the released requests write their token before the next step

@@ -1,7 +1,10 @@
 """The built-in load generator: a concurrency sweep of streaming chat requests, and the bench.jsonl history.
 
-The hot loop reads raw SSE bytes from httpx and timestamps once per socket read, so one core
-drives tens of thousands of streamed tokens per second (benchmarks/bench_loadgen_ceiling.py).
+The client is aiohttp, the one `sglang.bench_serving` uses: its C HTTP parser hands over every
+socket read's body at once, where httpx/h11 made one Python event per HTTP chunk (one per token:
+~50 µs of a token's ~60). The hot loop timestamps once per read and decodes only the SSE events,
+so one core drives tens of thousands of tokens a second arriving one per packet
+(benchmarks/bench_loadgen_ceiling.py).
 Statistics live in `benchstats` (pure); the sglang engine's summary parser in `bench_serving_parse`.
 """
 
@@ -16,12 +19,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from console import hostjson
 from console.sglang.benchstats import LevelResult, RequestSample, aggregate, default_num_prompts
+from console.sglang.httpbound import JSON_MAX_BYTES, SSE_LINE_MAX_BYTES
+
+if TYPE_CHECKING:  # imported where used: aiohttp takes ~0.1-0.3 s to import, and the TUI imports this module
+    import aiohttp
 
 Progress = Callable[[int, int, int], None]
 """progress(concurrency, requests_done, requests_total), called after each finished request."""
@@ -99,8 +104,29 @@ def make_prompts(n: int, input_len: int, seed: int = 0) -> list[str]:
     return out
 
 
+async def _read_upto(r: aiohttp.ClientResponse, limit: int) -> bytes:
+    """At most `limit` bytes of the body (a larger one is cut there, never buffered whole)."""
+    buf = bytearray()
+    while len(buf) < limit:
+        part = await r.content.read(limit - len(buf))
+        if not part:
+            break
+        buf += part
+    return bytes(buf)
+
+
+def _error_text(e: BaseException) -> str:
+    """`ConnectError: ...` for a refused or unresolvable server (the words `bench` has always printed)."""
+    import aiohttp
+
+    name = "ConnectError" if isinstance(e, aiohttp.ClientConnectorError) else type(e).__name__
+    return f"{name}: {e}"[:300]
+
+
 class LoadGenerator:
-    """One httpx client shared by every level; use as `async with LoadGenerator(spec) as g: await g.sweep()`."""
+    """One aiohttp session shared by every level; use as `async with LoadGenerator(spec) as g: await g.sweep()`.
+
+    The session is made on first use, inside the running loop (aiohttp binds to it)."""
 
     def __init__(self, spec: BenchSpec) -> None:
         self.spec = spec
@@ -112,9 +138,19 @@ class LoadGenerator:
                          "Accept-Encoding": "identity"}
         if spec.api_key:
             self._headers["Authorization"] = f"Bearer {spec.api_key}"
-        self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(spec.timeout_s, connect=10.0), trust_env=False,
-            limits=httpx.Limits(max_connections=cmax + 2, max_keepalive_connections=cmax + 2))
+        self._limit = cmax + 2
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def _client(self) -> aiohttp.ClientSession:
+        import aiohttp
+
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._limit, ttl_dns_cache=300),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=self.spec.timeout_s),
+                trust_env=False, auto_decompress=False)
+        return self._session
 
     async def __aenter__(self) -> LoadGenerator:
         return self
@@ -123,26 +159,44 @@ class LoadGenerator:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _get_json(self, path: str, what: str) -> Any:
+        """A small GET (15 s in total); the body is read depth-limited by hostjson; None unless 200."""
+        import aiohttp
+
+        async with self._client.get(f"{self.base}{path}", headers=self._headers,
+                                    timeout=aiohttp.ClientTimeout(total=15.0)) as r:
+            if r.status != 200:
+                return None
+            body = await _read_upto(r, JSON_MAX_BYTES + 1)
+            if len(body) > JSON_MAX_BYTES:
+                raise ValueError(f"{what} larger than {JSON_MAX_BYTES} bytes")
+            return hostjson.loads(body, what)
 
     async def discover_model(self) -> str:
         """The `model` to send: the spec's, else /v1/models' first id, else "default"."""
+        import aiohttp
+
         if self.model:
             return self.model
         try:
-            r = await self._client.get(f"{self.base}/v1/models", headers=self._headers, timeout=15.0)
-            data = (hostjson.loads(r.content, "/v1/models").get("data") or []) if r.status_code == 200 else []
+            doc = await self._get_json("/v1/models", "/v1/models")
+            data = (doc.get("data") or []) if doc is not None else []
             self.model = str(data[0]["id"]) if data else "default"
-        except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+        except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError, AttributeError, IndexError):
             self.model = "default"
         return self.model
 
     async def server_info(self) -> dict[str, Any]:
         """A few /server_info fields worth keeping with a run (never api_key); {} when unavailable."""
+        import aiohttp
+
         try:
-            r = await self._client.get(f"{self.base}/server_info", headers=self._headers, timeout=15.0)
-            info = hostjson.loads(r.content, "/server_info") if r.status_code == 200 else {}
-        except (httpx.HTTPError, ValueError):
+            info = await self._get_json("/server_info", "/server_info") or {}
+        except (aiohttp.ClientError, TimeoutError, ValueError):
             return {}
         return {k: info[k] for k in SERVER_INFO_KEYS if isinstance(info, dict) and k in info}
 
@@ -172,6 +226,8 @@ class LoadGenerator:
 
     async def request(self, body: bytes) -> RequestSample:
         """One streaming chat request, timed: TTFT at the first content chunk, ITL between chunks."""
+        import aiohttp
+
         url = f"{self.base}/v1/chat/completions"
         perf = time.perf_counter
         t0 = perf()
@@ -182,18 +238,21 @@ class LoadGenerator:
         usage_tokens: int | None = None
         loads = json.loads
         try:
-            async with self._client.stream("POST", url, content=body, headers=self._headers) as r:
-                if r.status_code != 200:
-                    text = (await r.aread())[:300].decode("utf-8", "replace").strip()
-                    return RequestSample(t0, perf(), False, error=f"HTTP {r.status_code}: {text}")
+            async with self._client.post(url, data=body, headers=self._headers) as r:
+                if r.status != 200:
+                    text = (await _read_upto(r, 300)).decode("utf-8", "replace").strip()
+                    return RequestSample(t0, perf(), False, error=f"HTTP {r.status}: {text}")
                 buf = b""
                 done = False
-                async for data in r.aiter_raw():
+                async for data in r.content.iter_any():
                     now = perf()
                     if b"\r" in data:
                         data = data.replace(b"\r\n", b"\n")
                     buf += data
                     if b"\n\n" not in buf:
+                        if len(buf) > SSE_LINE_MAX_BYTES:
+                            return RequestSample(t0, perf(), False, chunks,
+                                                 error=f"an SSE event larger than {SSE_LINE_MAX_BYTES} bytes")
                         continue
                     *events, buf = buf.split(b"\n\n")
                     for ev in events:
@@ -224,9 +283,10 @@ class LoadGenerator:
                             usage_tokens = int(u["completion_tokens"])
                     if done:
                         break
-        except (httpx.HTTPError, OSError, ValueError, RecursionError, AttributeError, TypeError) as e:
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError, RecursionError, AttributeError,
+                TypeError) as e:
             # a malformed event (not an object, nested past the recursion limit) fails this request, not the bench
-            return RequestSample(t0, perf(), False, chunks, error=f"{type(e).__name__}: {e}"[:300])
+            return RequestSample(t0, perf(), False, chunks, error=_error_text(e))
         end = perf()
         tokens = usage_tokens if usage_tokens is not None else chunks
         if not done:

@@ -1,6 +1,7 @@
 """`python -m sglang.bench_serving` on a sim host: SGLang's flags, run phases and summary block (reference §7).
 
-Supports `--backend sglang` (streaming /generate) and `sglang-oai-chat` (streaming chat), datasets
+The client is aiohttp, as in the real tool, reading the stream line by line (`async for line in
+response.content`), so its figures carry the real tool's client costs. Supports `--backend sglang` (streaming /generate) and `sglang-oai-chat` (streaming chat), datasets
 `random-ids` and `random` (the latter needs --dataset-path, as offline hosts do), --max-concurrency,
 --request-rate inf, and appends the JSONL result like the real tool.
 """
@@ -17,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import aiohttp
 
 from console.sim import logs
 
@@ -67,7 +68,7 @@ class Out:
     error: str = ""
 
 
-async def one(c: httpx.AsyncClient, url: str, backend: str, model: str, prompt_len: int, out_len: int,
+async def one(c: aiohttp.ClientSession, url: str, backend: str, model: str, prompt_len: int, out_len: int,
               ignore_eos: bool, extra: dict[str, Any]) -> Out:
     o = Out(prompt_len=prompt_len)
     text = "abcd" * prompt_len  # the sim counts ceil(bytes / 4) tokens
@@ -80,12 +81,13 @@ async def one(c: httpx.AsyncClient, url: str, backend: str, model: str, prompt_l
                                    "sampling_params": {"max_new_tokens": out_len, "ignore_eos": ignore_eos}}
     t0 = last = time.perf_counter()
     try:
-        async with c.stream("POST", url + path, json=body) as r:
-            if r.status_code != 200:
-                o.error = f"HTTP {r.status_code}"
+        async with c.post(url + path, json=body) as r:
+            if r.status != 200:
+                o.error = f"HTTP {r.status}"
                 return o
-            async for line in r.aiter_lines():
-                if not line.startswith("data: ") or line == "data: [DONE]":
+            async for raw in r.content:
+                line = raw.strip()
+                if not line.startswith(b"data: ") or line == b"data: [DONE]":
                     continue
                 d = json.loads(line[6:])
                 now = time.perf_counter()
@@ -104,7 +106,7 @@ async def one(c: httpx.AsyncClient, url: str, backend: str, model: str, prompt_l
                         o.itl.append(now - last)
                     o.stamps.append(now)
                     o.output_len, last = n, now
-    except httpx.HTTPError as e:
+    except aiohttp.ClientError as e:
         o.error = repr(e)
         return o
     o.latency, o.ok = time.perf_counter() - t0, True
@@ -186,16 +188,18 @@ def summary(a: argparse.Namespace, outs: list[Out], duration: float, peak_conc: 
 async def run(a: argparse.Namespace) -> int:
     url = a.base_url or f"http://{a.host}:{a.port or 30000}"
     headers = {"Authorization": f"Bearer {os.environ['OPENAI_API_KEY']}"} if os.environ.get("OPENAI_API_KEY") else {}
-    async with httpx.AsyncClient(timeout=None, trust_env=False, headers=headers) as c:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=6 * 3600), trust_env=False, headers=headers,
+                                     read_bufsize=10 * 1024**2,
+                                     connector=aiohttp.TCPConnector(limit=a.max_concurrency or 0)) as c:
         model = a.model
         end = time.monotonic() + a.ready_check_timeout_sec
         while True:
             try:
-                r = await c.get(url + "/v1/models")
-                if r.status_code == 200:
-                    model = model or r.json()["data"][0]["id"]
-                    break
-            except httpx.HTTPError:
+                async with c.get(url + "/v1/models") as r:
+                    if r.status == 200:
+                        model = model or (await r.json())["data"][0]["id"]
+                        break
+            except aiohttp.ClientError:
                 pass
             if time.monotonic() > end:
                 raise ValueError(f"Server at {url} did not become ready within {a.ready_check_timeout_sec} seconds.")
@@ -213,7 +217,8 @@ async def run(a: argparse.Namespace) -> int:
                 raise ValueError(f"Warmup failed - Please make sure benchmark arguments are correctly specified. Error: {w.error}")
         print(f"Warmup completed with {a.warmup_requests} sequences. Starting main benchmark run...", flush=True)
         if a.flush_cache:
-            await c.post(url + "/flush_cache")
+            async with c.post(url + "/flush_cache"):
+                pass
         sem = asyncio.Semaphore(a.max_concurrency or len(reqs) or 1)
         live, peak, done = 0, 0, 0
         t0 = time.perf_counter()
@@ -234,9 +239,10 @@ async def run(a: argparse.Namespace) -> int:
         duration = time.perf_counter() - t0
         accept = None
         try:
-            st = (await c.get(url + "/server_info")).json()["internal_states"][0]
+            async with c.get(url + "/server_info") as r:
+                st = (await r.json(content_type=None))["internal_states"][0]
             accept = st.get("avg_spec_accept_length")
-        except (httpx.HTTPError, ValueError, KeyError, IndexError):
+        except (aiohttp.ClientError, ValueError, KeyError, IndexError):
             pass
     text, result = summary(a, outs, duration, peak, accept)
     print(text, flush=True)
