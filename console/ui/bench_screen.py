@@ -134,6 +134,10 @@ class BenchScreen(Screen[list[LevelResult] | None]):
         self._status(f"C={c}: {done}/{total} requests")
 
     async def _target(self) -> BenchTarget:
+        if self.server.startswith("router:"):  # issue 15: a sweep through SGLang's router
+            from console.router.manager import router_target
+
+            return await router_target(self.api, self.server)
         srv = self.api.state.servers.get(self.server)
         if srv is None or not srv.alive:
             raise LookupError(f"server {self.server} is not running")

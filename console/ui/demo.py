@@ -48,12 +48,20 @@ def with_free_ports(fleet: Fleet, claimed: set[int] | None = None) -> Fleet:
             base += 10
         taken.update(range(base, base + n))
         presets[name] = p.model_copy(update={"port": list(range(base, base + n)) if isinstance(p.port, list) else base})
-    return fleet.model_copy(update={"presets": presets})
+    routers = {}
+    for name, r in fleet.routers.items():  # a router's port and its metrics port, moved the same way
+        base = r.port
+        while any(q in taken or not _port_free(q) for q in (base, base + 1)):
+            base += 10
+        taken.update((base, base + 1))
+        routers[name] = r.model_copy(update={"port": base, "metrics_port": base + 1})
+    return fleet.model_copy(update={"presets": presets, "routers": routers})
 
 
 def fleet_ports(fleet: Fleet) -> set[int]:
     return {q for p in fleet.presets.values() for q in (p.port if isinstance(p.port, list) else
-            range(p.port, p.port + max(1, len(p.gpus) // (p.tp or len(p.gpus)))))}
+            range(p.port, p.port + max(1, len(p.gpus) // (p.tp or len(p.gpus)))))} | {
+            q for r in fleet.routers.values() for q in (r.port, r.prometheus_port)}
 
 
 def _alive(pid: int) -> bool:
