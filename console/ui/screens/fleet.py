@@ -226,6 +226,8 @@ class FleetScreen(ServerKeys, Screen):
         best, best_d = None, None
         for p in panes:
             px, py = p.region.center
+            if isinstance(p, RouterBand) and p.region.x <= cx < p.region.right:
+                px = cx  # a router band spans its host's width: it is straight above each of its panes
             ddx, ddy = px - cx, py - cy
             if (dx and ddx * dx <= 0) or (dy and ddy * dy <= 0):
                 continue
