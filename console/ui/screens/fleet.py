@@ -154,7 +154,7 @@ class FleetScreen(ServerKeys, Screen):
         self._sync_topbar()
         if self._activity is not None:
             self._activity.sync()
-        if self.selection is None and not isinstance(self.focused, GpuPane):
+        if self.selection is None and not isinstance(self.focused, (GpuPane, RouterBand)):  # a focused router band keeps focus
             first = next((p for b in self._bands.values() for p in b.panes()), None)
             if first is not None:
                 first.focus()
