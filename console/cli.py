@@ -15,7 +15,7 @@ from console import __version__
 from console.remote_text import safe_output
 
 COMMANDS = ("status", "launch", "stop", "restart", "probe", "logs", "trust", "journal",
-            "diagnose", "check", "bench", "sim", "router")
+            "diagnose", "check", "bench", "sim", "router", "serve")
 
 
 EXIT_BROKEN_PIPE = 141

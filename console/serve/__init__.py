@@ -1,0 +1,1 @@
+"""`dflash-console serve`: the same Textual console in a browser, through textual-serve, behind a token."""
