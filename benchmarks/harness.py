@@ -97,8 +97,20 @@ WRITER = r"""
 import sys, time, os
 rate = float(sys.argv[1]); seconds = float(sys.argv[2]); paths = sys.argv[3:]
 fs = [open(p, "a", buffering=1) for p in paths]
-pad = "x" * 60
 period = 1.0 / rate if rate > 0 else 1.0
+def line(ts, k):
+    # SGLang's own serving lines (reference section 2, sample 08), values moving so the panes change
+    r = 24 + k % 9
+    m = k % 4
+    if m == 0:
+        return (f"[{ts}] Decode batch, #running-req: {r}, #token: {9000 + 37 * (k % 211)}, token usage: "
+                f"0.{10 + k % 80:02d}, cuda graph: True, gen throughput (token/s): {1500 + (k * 7919) % 900}.{k % 100:02d}, "
+                f"#queue-req: {k % 3}\n")
+    if m == 2:
+        return (f"[{ts}] Prefill batch, #new-seq: 1, #new-token: {120 + k % 400}, #cached-token: {k % 64}, token usage: "
+                f"0.{10 + k % 80:02d}, #running-req: {r}, #queue-req: 0, cuda graph: True, input throughput (token/s): "
+                f"{500 + (k * 104729) % 4000}.{k % 100:02d}\n")
+    return f'[{ts}] INFO:     127.0.0.1:{40000 + k % 20000} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
 start = time.monotonic(); n = 0
 while time.monotonic() - start < seconds:
     due = start + n * period
@@ -108,15 +120,18 @@ while time.monotonic() - start < seconds:
     # a batch per tick keeps the writer cheap at high rates
     batch = max(1, int((time.monotonic() - start) / period) - n + 1) if rate > 200 else 1
     ts = time.strftime("%Y-%m-%d %H:%M:%S")
-    for f in fs:
-        f.write("".join(f"[{ts}] bench filler line {n + i} {pad}\n" for i in range(batch)))
+    for j, f in enumerate(fs):
+        f.write("".join(line(ts, n + i + 13 * j) for i in range(batch)))
     n += batch
 print(n, flush=True)
 """
 
 
 def start_writer(paths: list[str], lines_per_s: float, seconds: float, cpu: int | None = None) -> subprocess.Popen:
-    """A separate process appending `lines_per_s` lines per second to every file (its CPU is not the console's)."""
+    """A separate process appending `lines_per_s` lines per second to every file (its CPU is not the console's).
+
+    The lines are SGLang's serving mix (Decode batch, Prefill batch, uvicorn access lines, as in the real sample
+    08) with moving figures, so panes, sparklines and parsers do the work a real server's log makes them do."""
     argv = [sys.executable, "-c", WRITER, str(lines_per_s), str(seconds), *paths]
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu % (os.cpu_count() or 1)), *argv]
@@ -199,6 +214,16 @@ class TmuxConsole:
         while text not in self.screen():
             if time.monotonic() - t0 > timeout:
                 raise RuntimeError(f"{text!r} not on screen after {timeout} s:\n{self.screen()[-1500:]}")
+            time.sleep(0.02)
+        return time.monotonic() - t0
+
+    def wait_servers(self, n: int, timeout: float) -> float:
+        """Seconds until the top bar counts n servers up (`16 serving`; older builds said `16 servers`)."""
+        t0 = time.monotonic()
+        texts = (f"{n} serving", f"{n} servers")
+        while not any(t in (screen := self.screen()) for t in texts):
+            if time.monotonic() - t0 > timeout:
+                raise RuntimeError(f"{texts[0]!r} not on screen after {timeout} s:\n{screen[-1500:]}")
             time.sleep(0.02)
         return time.monotonic() - t0
 
