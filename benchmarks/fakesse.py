@@ -173,7 +173,7 @@ class FakeSSEServer:
                     await asyncio.sleep(delay)
             elif i % o.flush_every == 0:
                 await w.drain()
-        if head:
+        if n == 0:  # no token carried the headers (in decode-batch mode the first token did, when there was one)
             w.write(head)
         w.write(_finish("length" if req.get("ignore_eos") or n == req.get("max_tokens") else "stop"))
         if o.send_usage and (req.get("stream_options") or {}).get("include_usage"):

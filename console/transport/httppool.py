@@ -29,8 +29,10 @@ class HostHttpPool:
     def client(self, host: str) -> httpx.AsyncClient:
         c = self._clients.get(host)
         if c is None or c.is_closed:
+            from console.sglang.client import _ssl_context  # one CA-bundle load per process, not one per host
+
             c = httpx.AsyncClient(
-                timeout=httpx.Timeout(4.0, connect=3.0), trust_env=False,
+                timeout=httpx.Timeout(4.0, connect=3.0), trust_env=False, verify=_ssl_context(),
                 limits=httpx.Limits(max_connections=MAX_IDLE_PER_HOST, max_keepalive_connections=MAX_IDLE_PER_HOST,
                                     keepalive_expiry=KEEPALIVE_EXPIRY_S))
             self._clients[host] = c

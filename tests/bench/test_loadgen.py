@@ -99,3 +99,16 @@ async def test_history_roundtrip(tmp_path: Path, fake: FakeSSEServer) -> None:
     assert len(got) == 2 and got[0]["gpu_model"] == "NVIDIA H200"
     assert got[0]["levels"][0]["concurrency"] == 1 and got[0]["server_args"] == ["--tp-size", "1"]
     assert load_records(tmp_path / "missing.jsonl") == []
+
+
+async def test_decode_batch_peer_streams_one_token_per_step() -> None:
+    """The benchmarks' decode-batch fake (one token per running request per step, each its own write)."""
+    srv = FakeSSEServer(FakeOptions(step_s=0.005)).start()
+    try:
+        async with LoadGenerator(BenchSpec(srv.url, output_len=6, warmup=False)) as g:
+            await g.discover_model()
+            lv = await g.run_level(4, 8)
+    finally:
+        srv.stop()
+    assert lv.errors == 0 and lv.output_tokens == 8 * 6 and srv.tokens_sent == 8 * 6
+    assert lv.itl_p50_s is not None and lv.itl_p50_s >= 0.004  # tokens a step apart, not all in one read
