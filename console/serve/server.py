@@ -5,6 +5,7 @@ What changes from textual-serve's own `Server`:
 - the page's static and websocket URLs come from the request's Host, so an SSH tunnel to another local
   port (`ssh -L 9000:127.0.0.1:8000`) works (textual-serve writes `http://HOST:PORT` of its bind address);
 - no access log (the first request's URL carries the token) and the start banner prints the URL to open;
+- the page asks no third party for anything (its own template, without textual-serve's Google Fonts link);
 - sessions are counted (at most MAX_SESSIONS console processes) and quit on shutdown, each within
   QUIT_GRACE_S before it is killed, so Ctrl+C never leaves a console (or a demo's sim fleet) behind.
 """
@@ -16,6 +17,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp_jinja2
@@ -26,6 +28,9 @@ from textual_serve.server import Server, to_int
 from console.serve.auth import TokenGate, Verdict, same_origin
 
 log = logging.getLogger("dflash-console.serve")
+
+TEMPLATES = Path(__file__).parent / "templates"
+"""textual-serve's page without its Google Fonts link (the terminal falls back to the system's monospace)."""
 
 MAX_SESSIONS = 8
 """Browser sessions at once: each is a console process with its own SSH connections to every host."""
@@ -55,7 +60,7 @@ class ConsoleServer(Server):
 
     def __init__(self, command: str, *, token: str, host: str = "127.0.0.1", port: int = 8000,
                  title: str = "dflash-console", banner: Callable[[str], None] | None = None) -> None:
-        super().__init__(command, host=host, port=port, title=title)
+        super().__init__(command, host=host, port=port, title=title, templates_path=TEMPLATES)
         self.gate = TokenGate(token)
         self.banner = banner
         self.sessions: dict[AppService, web.WebSocketResponse] = {}

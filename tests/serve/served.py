@@ -37,16 +37,36 @@ class Served:
 
     def children(self) -> set[int]:
         """Pids whose parent is the server: each browser session's console."""
-        out = set()
-        for d in Path("/proc").iterdir():
-            if d.name.isdigit():
-                try:
-                    stat = (d / "stat").read_text()
-                except OSError:
-                    continue
-                if int(stat.rsplit(")", 1)[1].split()[1]) == self.proc.pid:
-                    out.add(int(d.name))
+        return {pid for pid, ppid in _parents().items() if ppid == self.proc.pid}
+
+    def descendants(self) -> set[int]:
+        """Every process below the server (the sessions' consoles and what they started and still parent)."""
+        parents = _parents()
+        out: set[int] = set()
+        frontier = {self.proc.pid}
+        while frontier:
+            frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - out
+            out |= frontier
         return out
+
+
+def _parents() -> dict[int, int]:
+    out = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if fields[0] not in ("Z", "X"):  # a zombie is gone, only not yet reaped
+                out[int(d.name)] = int(fields[1])
+    return out
+
+
+def alive(pids: set[int]) -> set[int]:
+    """Those of the pids still running (zombies count as gone)."""
+    return set(_parents()) & pids
 
 
 def read_banner(lines: queue.Queue[str | None], timeout: float) -> list[str]:

@@ -1,0 +1,49 @@
+"""Debian's chromium, driven by Playwright (never `playwright install`): skipped only where it is absent."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "chromium")
+"""Debian's real binary first (/usr/bin/chromium is a shell wrapper around it), then whatever PATH has."""
+
+
+def chromium_path() -> str | None:
+    for c in CHROMIUM_CANDIDATES:
+        found = c if os.path.isabs(c) and os.access(c, os.X_OK) else shutil.which(c)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    path = chromium_path()
+    if path is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium; `scripts/bootstrap --test` "
+                    "installs it as root)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Screenshots go here: $DFC_TEST_ARTIFACTS/browser when set (CI keeps it), else pytest's tmp dir; printed."""
+    root = os.environ.get("DFC_TEST_ARTIFACTS")
+    path = Path(root) / "browser" if root else tmp_path_factory.mktemp("browser-artifacts")
+    path.mkdir(parents=True, exist_ok=True)
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"browser screenshots: {path}")
+    return path
