@@ -5,9 +5,11 @@ Two servers, requests alternating between the two clients:
   (first byte, spawn excluded) is exactly its TTFT: this is the headline, median console − median curl;
 - a sim SGLang server (role chunk first, as SGLang sends it): curl's first content line as seen by a
   reader, spawn included, for context.
-The console client is measured reused (one connection), fresh (a new client, construction not timed),
-and as the UI's ChatBackend calls it (a new SGLangClient per message, construction timed).
-Target: <= +3 ms median.
+Each console figure is set against curl on an equally warm connection: the console's reused client
+(one kept connection) against one curl process sending the requests one after another on its kept
+connection (the first, cold transfer dropped); a fresh console client (a new connection, construction
+not timed) and the UI's path (a new SGLangClient per message, construction timed) against a new curl
+per request. Target: <= +3 ms median, warm against warm and cold against cold.
 """
 
 from __future__ import annotations
@@ -58,6 +60,19 @@ def curl_first_content(url: str, max_tokens: int) -> float:
     return first
 
 
+def curl_warm_starttransfer(url: str, max_tokens: int, n: int) -> list[float]:
+    """n transfers in one curl process on one kept connection: each one's time to first byte (the first
+    transfer, which connects, is dropped)."""
+    out = subprocess.run(["curl", "-sN", "-w", "%{stderr}%{time_starttransfer}\\n", "-H",
+                          "Content-Type: application/json", "-d", curl_body(max_tokens),
+                          *([url + "/v1/chat/completions"] * (n + 1))],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    times = [float(x) for x in out.stderr.split()]
+    if len(times) != n + 1:
+        raise RuntimeError(f"curl gave {len(times)} timings for {n + 1} transfers")
+    return times[1:]
+
+
 async def console_ttft(client: object, max_tokens: int) -> float:
     """The console client's TTFT: from the call to its first reasoning/content delta (stream then drained)."""
     t0 = time.perf_counter()
@@ -74,7 +89,7 @@ async def side_by_side(url: str, n: int, max_tokens: int, curl_fn) -> dict[str, 
     from console.sglang.client import SGLangClient
 
     res: dict[str, list[float]] = {"console reused": [], "console fresh": [], "console as the UI calls it": [],
-                                   "curl": []}
+                                   "curl": [], "curl warm": []}
     async with SGLangClient(url, timeout=30) as reused:
         await console_ttft(reused, max_tokens)  # warm the connection
         for _ in range(n):
@@ -86,6 +101,8 @@ async def side_by_side(url: str, n: int, max_tokens: int, curl_fn) -> dict[str, 
                 built = time.perf_counter() - t0
                 res["console as the UI calls it"].append(built + await console_ttft(ui, max_tokens))
             res["curl"].append(await asyncio.to_thread(curl_fn, url, max_tokens))
+            if curl_fn is curl_starttransfer:  # warm curl: a few transfers on one connection, interleaved too
+                res["curl warm"] += await asyncio.to_thread(curl_warm_starttransfer, url, max_tokens, 3)
     return res
 
 
@@ -104,16 +121,18 @@ def run(args: argparse.Namespace) -> Result:
     except (RuntimeError, OSError) as e:
         note = f"sim part skipped: {e}"
     med = {k: percentile(v, 50) or 0.0 for k, v in fake.items()}
-    delta = (med["console reused"] - med["curl"]) * 1000
+    delta = (med["console reused"] - med["curl warm"]) * 1000
     delta_fresh = (med["console fresh"] - med["curl"]) * 1000
     delta_ui = (med["console as the UI calls it"] - med["curl"]) * 1000
-    detail["median delta vs curl (ms)"] = {"reused client": round(delta, 2), "fresh client": round(delta_fresh, 2),
-                                           "fresh client incl. construction (UI path)": round(delta_ui, 2)}
+    detail["median delta vs curl (ms)"] = {"reused client vs warm curl": round(delta, 2),
+                                           "fresh client vs a new curl": round(delta_fresh, 2),
+                                           "UI path (new client, construction timed) vs a new curl": round(delta_ui, 2)}
     if delta_ui > TARGET_MS:
         note = (note + "; " if note else "") + ("the UI path builds an SGLangClient (an httpx.AsyncClient, whose default "
                                                 "SSL context loads the CA bundle) per message: see the report")
-    return Result("5 chat TTFT vs curl -N", f"{delta:+.2f} ms median reused client; UI path {delta_ui:+.1f} ms",
-                  "<= +3 ms median", delta <= TARGET_MS and delta_ui <= TARGET_MS, detail, note)
+    return Result("5 chat TTFT vs curl -N", f"warm {delta:+.2f} ms, cold {delta_fresh:+.2f} ms, UI path "
+                  f"{delta_ui:+.1f} ms (median, vs curl as warm)", "<= +3 ms median",
+                  max(delta, delta_fresh, delta_ui) <= TARGET_MS, detail, note)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,11 +1,15 @@
 """Benchmark 4: key press → frame p95 and RSS while 8 servers flood 10k log lines/s (in total).
 
 One 8-GPU sim host behind real sshd, 8 TP=1 servers; the real `dflash-console` in a tmux terminal.
-A writer process floods the 8 logs (10k lines/s together, `--rate` per server to change it). The
-key is `?` (help opens) then `escape` (it closes); the latency is send-keys → the first
-`capture-pane` showing the change (tmux's own capture cost, ~2-5 ms, is included). The same presses
-with no flood give the floor. RSS is the console's VmRSS/VmHWM at the end.
-Targets: p95 <= 50 ms, RSS <= 300 MB.
+A writer process floods the 8 logs with SGLang's serving mix (Decode/Prefill batch lines with moving
+figures, uvicorn access lines; 10k lines/s together, `--rate` per server to change it). On the
+fleet screen the keys are right/left (focus moves), `?` (help opens), `escape` (it closes); then,
+still under the flood, the first server's log view is opened (enter) and the keys are `i` twice
+(the side panel hides, shows) and `?`/`escape`, while the view follows the flooding log. The
+latency is send-keys → the first `capture-pane` showing the change, i.e. to a frame tmux has
+rendered (its own capture cost, ~2-5 ms, is included). The same fleet presses with no flood give
+the floor. RSS is the console's VmRSS/VmHWM at the end.
+Targets: p95 <= 50 ms on both screens, RSS <= 300 MB.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from console.sglang.benchstats import percentile
 TARGET_MS = 50.0
 TARGET_RSS_MB = 300.0
 MARK = "keymap id"
+SIDE = "Startup timeline"
 
 
 def _focus_col(screen: str) -> int:
@@ -76,18 +81,43 @@ def presses(con: TmuxConsole, n: int, timeout: float = 5.0) -> tuple[dict[str, l
     return out, lost
 
 
+def log_view_presses(con: TmuxConsole, n: int, timeout: float = 5.0) -> tuple[dict[str, list[float]], int]:
+    """In the log view: `i` (side panel hides), `i` (shows), `?` (help opens), `escape` (help closes)."""
+    out: dict[str, list[float]] = {"i (panel hides)": [], "i (panel shows)": [], "? (help opens)": [],
+                                   "escape (help closes)": []}
+    lost = 0
+    for _ in range(n):
+        for key, kind, pred in (
+            ("i", "i (panel hides)", lambda s: SIDE not in s),
+            ("i", "i (panel shows)", lambda s: SIDE in s),
+            ("?", "? (help opens)", lambda s: MARK in s),
+            ("Escape", "escape (help closes)", lambda s: MARK not in s and SIDE in s),
+        ):
+            t0 = time.monotonic()
+            con.keys(key)
+            if _wait(con, pred, timeout) is None:
+                lost += 1
+                break
+            out[kind].append(time.monotonic() - t0)
+            time.sleep(0.15)
+    return out, lost
+
+
 def run(args: argparse.Namespace) -> Result:
     with ssh_sim_fleet(1) as fleet:
         toml, names, paths = asyncio.run(launch(fleet, args.servers))
         con = TmuxConsole(toml, profile=args.profile, entry=args.entry).start()  # type: ignore[arg-type]
         try:
-            con.wait_text(f"{len(names)} servers", 60)
+            con.wait_servers(len(names), 60)
             con.settle(max_s=10)
             quiet, lost_q = presses(con, args.presses)
             writer = start_writer(paths, args.rate, args.seconds, cpu=1)
             time.sleep(2.0)
             c0, t0, before = cpu_seconds(con.pid), time.monotonic(), (cpu_by_command(), machine_busy())
             flood, lost_f = presses(con, args.presses)
+            con.keys("Enter")  # the focused pane's server: its log view, following the flood
+            opened = _wait(con, lambda s: SIDE in s, 10.0)
+            logv, lost_l = log_view_presses(con, args.presses) if opened is not None else ({}, args.presses)
             cpu_pct = 100.0 * (cpu_seconds(con.pid) - c0) / (time.monotonic() - t0)
             box = contention(before, time.monotonic() - t0)
             rss, hwm = rss_mib(con.pid)
@@ -97,14 +127,19 @@ def run(args: argparse.Namespace) -> Result:
             con.stop()
     allf = [x for v in flood.values() for x in v]
     p95 = (percentile(allf, 95) or float("inf")) * 1000
+    alll = [x for v in logv.values() for x in v]
+    p95_log = (percentile(alll, 95) or float("inf")) * 1000
     detail = {"servers": len(names), "flood lines/s (total)": args.rate * len(paths), "lines written": written,
               **{f"no flood {k} ms": pcts(v, qs=(50, 95)) for k, v in quiet.items()},
               **{f"during flood {k} ms": pcts(v, qs=(50, 95)) for k, v in flood.items()},
-              "presses lost (no frame within 5 s)": lost_q + lost_f,
+              "log view opened (s)": None if opened is None else round(opened, 2),
+              **{f"log view, during flood, {k} ms": pcts(v, qs=(50, 95)) for k, v in logv.items()},
+              "presses lost (no frame within 5 s)": lost_q + lost_f + lost_l,
               "console CPU during flood (% of a core)": round(cpu_pct, 1), "machine during flood": box, "console RSS / peak MiB": (round(rss), round(hwm))}
-    ok = p95 <= TARGET_MS and hwm <= TARGET_RSS_MB and not lost_f
-    return Result("4 key press -> frame under a 10k lines/s flood", f"p95 {p95:.0f} ms, RSS peak {hwm:.0f} MiB",
-                  "p95 <= 50 ms, RSS <= 300 MB", ok, detail)
+    ok = p95 <= TARGET_MS and p95_log <= TARGET_MS and hwm <= TARGET_RSS_MB and not lost_f and not lost_l
+    return Result("4 key press -> frame under a 10k lines/s flood",
+                  f"p95 {p95:.0f} ms fleet view, {p95_log:.0f} ms log view open, RSS peak {hwm:.0f} MiB",
+                  "p95 <= 50 ms (both), RSS <= 300 MB", ok, detail)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--servers", type=int, default=8)
     ap.add_argument("--rate", type=float, default=1250.0, help="lines/s per server (default 1250 = 10k total)")
     ap.add_argument("--presses", type=int, default=8, help="rounds of 4 keys (right, left, ?, escape)")
-    ap.add_argument("--seconds", type=float, default=30.0, help="flood duration (covers the presses)")
+    ap.add_argument("--seconds", type=float, default=45.0, help="flood duration (covers both screens' presses)")
     ap.add_argument("--profile", metavar="PATH", help="run the console under pyinstrument (.pyisession: session)")
     ap.add_argument("--entry", metavar="SCRIPT", help="run this script instead of `-m console` (try a fix)")
     ap.add_argument("--json", action="store_true")
