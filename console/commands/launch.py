@@ -14,6 +14,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from console.sglang.phase import Phase
+
 if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the command runs, not for `--help`
     from console.fleet.controller import FleetController
 
@@ -45,13 +47,13 @@ PROGRESS_MIN_S = 2.0
 """A new phase prints at once; progress within a phase (shards, graphs) at most this often."""
 
 
-def progress_line(name: str, phase: str, shards: tuple[int, int] | None, graphs: tuple[int, int] | None,
+def progress_line(name: str, phase: Phase, shards: tuple[int, int] | None, graphs: tuple[int, int] | None,
                   elapsed_s: float) -> str:
     """`small@h:gpu2  loading_weights  7/15 shards  (12 s)`: one phase-progress line of `launch --wait`."""
     detail = ""
-    if phase == "loading_weights" and shards:
+    if phase is Phase.LOADING_WEIGHTS and shards:
         detail = f"  {shards[0]}/{shards[1]} shards"
-    elif phase == "cuda_graph" and graphs:
+    elif phase is Phase.CUDA_GRAPH and graphs:
         detail = f"  {graphs[0]}/{graphs[1]} CUDA graphs"
     return f"{name}  {phase}{detail}  ({elapsed_s:.0f} s)"
 
@@ -59,7 +61,7 @@ def progress_line(name: str, phase: str, shards: tuple[int, int] | None, graphs:
 async def _progress(ctl: FleetController, names: list[str]) -> None:
     """Print a line whenever a server's phase or progress changes (and every PROGRESS_EVERY_S without one)."""
     start = time.monotonic()
-    last: dict[str, tuple[str, tuple[str, object, object], float]] = {}
+    last: dict[str, tuple[str, tuple[Phase, object, object], float]] = {}
     while True:
         now = time.monotonic()
         for n in names:

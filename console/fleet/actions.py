@@ -24,6 +24,7 @@ from console.gpu import nvsmi
 from console.sglang import launchscript
 from console.sglang.command import LaunchPlan, plan_launch, shell_path
 from console.sglang.lint import lint_preset
+from console.sglang.phase import Phase
 from console.transport.base import TransportError
 
 if TYPE_CHECKING:
@@ -205,14 +206,14 @@ async def wait_ready(ctl: FleetController, name: str, timeout: float) -> tuple[b
     while time.monotonic() < deadline:
         s = ctl.state.servers.get(name)
         if s is not None and s.meta.launch_id == launch_id:
-            if s.phase == "crashed" and crashed_at is None:
+            if s.phase is Phase.CRASHED and crashed_at is None:
                 crashed_at = time.monotonic()
             # the cause is told once the process ended and its log was read to the end (the pane's diagnosis),
             # not from a traceback still being written; a crashed process that lingers is told after a grace
             if not s.alive or (crashed_at is not None and time.monotonic() - crashed_at >= CRASH_EXIT_GRACE_S):
                 d = s.log.diagnosis
                 return False, f"{name} crashed" + (f": {d.summary}" if d else "")
-            if s.phase in ("ready", "serving") and s.health == "ok":
+            if s.phase.up and s.health == "ok":
                 return True, f"{name} is ready on port {s.meta.port}"
         await asyncio.sleep(0.2)
     return False, f"{name} not ready after {timeout:g} s"

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from console.config import Fleet
-from console.fleet.events import Event, Notice
+from console.fleet.changes import Changes
+from console.fleet.events import Event
 from console.fleet.state import FleetState
 from console.sglang.command import LaunchPlan
 from console.sglang.lint import Finding
@@ -50,7 +51,8 @@ class ActionOutcome:
     servers: list[str] = field(default_factory=list)
 
 
-Listener = Callable[[list[Event], list[Notice]], None]
+Listener = Callable[[list[Event], Changes], None]
+"""Called after each batch of events is applied, with the batch and what it changed (console/fleet/changes.py)."""
 
 
 class FleetApi(Protocol):

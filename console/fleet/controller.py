@@ -17,6 +17,7 @@ import httpx
 from console.config import Fleet, Host
 from console.fleet import actions, discovery, liveness, recheck
 from console.fleet.api import ActionOutcome, LaunchPreview, Listener
+from console.fleet.changes import Changes
 from console.fleet.events import (
     Event,
     HealthResult,
@@ -24,7 +25,6 @@ from console.fleet.events import (
     HostUp,
     LogData,
     MetricsSample,
-    Notice,
     ProcessSample,
     ServerAction,
     ServerAlive,
@@ -39,6 +39,7 @@ from console.fleet.journalview import operation
 from console.fleet.monitor import ProcFrame, external_meta, gpus_of_session, sglang_mains
 from console.fleet.state import FleetState
 from console.gpu.readings import ComputeApp
+from console.router.spec import ROUTER_PREFIX
 from console.sglang.command import shell_path
 from console.sglang.httpbound import HEALTH_DEADLINE_S, HEALTH_MAX_BYTES, BodyTooLarge
 from console.transport import make_transport
@@ -93,20 +94,21 @@ class FleetController:
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
-    def emit(self, events: list[Event]) -> list[Notice]:
-        """Apply events in order, journal lifecycle ones, then tell every subscriber."""
-        notices: list[Notice] = []
+    def emit(self, events: list[Event]) -> Changes:
+        """Apply events in order, journal lifecycle ones, then tell every subscriber what changed."""
+        parts: list[Changes] = []
         for ev in events:
-            notices.extend(self.state.apply(ev))
+            parts.append(self.state.apply(ev))
             self._journal(ev)
             if isinstance(ev, ServerGone):
                 self._untail_later(ev.server)
+        changes = Changes.union(parts)
         for fn in list(self._listeners):
             try:
-                fn(events, notices)
+                fn(events, changes)
             except Exception as e:  # a broken subscriber must not stop the fleet
                 self.journal.event("subscriber-error", ok=False, message=f"{type(e).__name__}: {e}")
-        return notices
+        return changes
 
     def _untail_later(self, name: str) -> None:
         """A dead server's log stops growing: keep tailing a while for its last words, then stop."""
@@ -426,19 +428,21 @@ class FleetController:
         await self.links[host].reconnect()
 
     async def server_url(self, name: str) -> str:
-        if name.startswith("router:"):  # an SGLang router in front of replicas (console/router/), as chat/probe/bench target
-            from console.router.manager import router_base_url
-
-            return await router_base_url(self, name)
+        if name.startswith(ROUTER_PREFIX):  # an SGLang router in front of replicas (console/router/): chat/probe/bench
+            spec = self.fleet.routers[name.removeprefix(ROUTER_PREFIX)]
+            return await self._url(spec.host, spec.bind, spec.port)
         s = self.state.servers[name]
-        host = self.fleet.hosts[s.meta.host]
         if s.meta.port is None:
             raise KeyError(f"{name} has no port")
+        return await self._url(s.meta.host, s.meta.bind, s.meta.port)
+
+    async def _url(self, host_name: str, bind: str, port: int) -> str:
+        """How this machine reaches `bind:port` on a host: straight (`http = "direct"`) or through its tunnel."""
+        host = self.fleet.hosts[host_name]
+        loopback = bind in ("0.0.0.0", "::", "", "localhost")
         if host.http == "direct":
-            addr = s.meta.bind if s.meta.bind not in ("0.0.0.0", "::", "") else host.address
-            return f"http://{addr}:{s.meta.port}"
-        remote = "127.0.0.1" if s.meta.bind in ("0.0.0.0", "::", "", "localhost") else s.meta.bind
-        local = await self.links[s.meta.host].forward(remote, s.meta.port)
+            return f"http://{host.address if loopback else bind}:{port}"
+        local = await self.links[host_name].forward("127.0.0.1" if loopback else bind, port)
         return f"http://127.0.0.1:{local}"
 
     def api_key_env(self, name: str) -> str | None:

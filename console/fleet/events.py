@@ -7,6 +7,7 @@ Times are `time.time()` floats (wall clock), so ages survive a console restart's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Literal
 
 from console.gpu.readings import ComputeApp, GpuReading
@@ -177,6 +178,25 @@ class ServerAction:
     message: str = ""
 
 
+class NoticeKind(StrEnum):
+    """What a Notice is about, so a front end reacts to the fact, never to the wording of its message."""
+
+    READY = "ready"
+    """A server came up: /health answered 200 or its log says it is ready."""
+    CRASHED = "crashed"
+    STOPPED = "stopped"
+    """Ended after a stop the console asked for."""
+    RUNNING_AGAIN = "running-again"
+    """A server called ended is in the process table again (a sample had missed it)."""
+    HOST_DOWN = "host-down"
+    HOST_BACK = "host-back"
+    TELEMETRY = "telemetry"
+    """nvidia-smi missing, hanging or printing garbage on a host."""
+    ACTION = "action"
+    """A lifecycle step the console took (launch, stop, restart, refused ...); its level says how it went."""
+    OTHER = "other"
+
+
 @dataclass(frozen=True)
 class Notice:
     """Something a person should see (toast): server ready, crashed, host down/back."""
@@ -186,6 +206,7 @@ class Notice:
     message: str
     server: str | None = None
     host: str | None = None
+    kind: NoticeKind = NoticeKind.OTHER
 
 
 Event = (

@@ -152,8 +152,8 @@ class LogModel:
         return st
 
     @property
-    def phase(self) -> str:
-        return Phase.CRASHED.value if self.parser.crashed else self.parser.phase.value
+    def phase(self) -> Phase:
+        return Phase.CRASHED if self.parser.crashed else self.parser.phase
 
     @property
     def batch_lines(self) -> int:
@@ -209,7 +209,7 @@ class LogModel:
         key = (self.parser.lines, self._process is not None)
         if key != self._diag_key:
             self._diag_key = key
-            crashed = self.parser.crashed or self.phase == Phase.CRASHED.value
+            crashed = self.parser.crashed or self.phase is Phase.CRASHED
             snap = self.parser.snapshot() if crashed else None
             self._diag = diagnose(snap, self._process, self.gpus) if snap is not None else None
             block = snap.crash.block if snap is not None and snap.crash is not None else []

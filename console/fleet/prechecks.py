@@ -240,7 +240,7 @@ def run_checks(ctl: FleetController, preset_name: str, plans: list[LaunchPlan], 
             m = live.get(owner)
             who = f"{owner}, {describe_pid(ctl, host, m.pid, f.procs)}" if m is not None and m.pid else owner
             s = ctl.state.servers.get(owner)
-            why = ("" if s is not None and s.phase in ("ready", "serving")
+            why = ("" if s is not None and s.phase.up
                    else ", which is still starting (a server listens once it has loaded)" if s is not None
                    and s.meta.managed else ", which does not listen on it (yet, or any more)")
             checks.append(PreCheck("port free", False, f"port {r.port} on {host} belongs to {who}{why}"))

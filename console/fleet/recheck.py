@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from console.fleet import discovery, liveness
 from console.fleet.events import Event, LogData, ServerGone
 from console.sglang.command import shell_path
+from console.sglang.phase import Phase
 from console.transport.base import TransportError
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ async def confirm_gone(ctl: FleetController, link: HostLink, name: str) -> None:
     if discovery.is_alive(s.meta, procs):
         ctl.absences.seen(name)
         return
-    if s.meta.port is not None and s.phase != "crashed":
+    if s.meta.port is not None and s.phase is not Phase.CRASHED:
         h = await ctl.check_health(name)
         if h.status in liveness.ANSWERING and ctl.absences.absent_for(name, time.time()) < liveness.HEALTH_VETO_S:
             ctl.emit([h])

@@ -17,6 +17,7 @@ from console.fleet.controller import FleetController
 from console.fleet.journal import mask
 from console.fleet.journalview import operation
 from console.fleet.state import FleetState, ServerState
+from console.sglang.phase import Phase
 
 SCHEMA = "dflash-console/status/1"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -29,13 +30,13 @@ def _r(v: float | None, nd: int = 1) -> float | None:
 def server_doc(s: ServerState) -> dict[str, Any]:
     """One server. After it ended, the live figures (health, tok/s, running, queued, memory) are null and the last
     ones it had sit under `last`, with `ended_at`: nothing about a dead server reads as current."""
-    d = s.log.diagnosis if s.phase == "crashed" else None
+    d = s.log.diagnosis if s.phase is Phase.CRASHED else None
     ended = not s.alive
     figures = {"gen_throughput": _r(s.log.gen_throughput if ended else s.gen_throughput), "running": s.log.running,
                "queued": s.log.queued, "memory_mib": s.memory_mib}
     return {
         "name": s.name, "preset": s.meta.preset, "host": s.meta.host, "gpus": list(s.meta.gpus), "port": s.meta.port,
-        "managed": s.meta.managed, "phase": s.phase, "alive": s.alive, "health": None if ended else s.health,
+        "managed": s.meta.managed, "phase": s.phase.value, "alive": s.alive, "health": None if ended else s.health,
         **({k: None for k in figures} if ended else figures),
         "pid": s.meta.pid, "log_path": s.meta.log_path,
         "started_at": s.meta.started_at, "previous_logs": list(s.previous_logs),

@@ -1,7 +1,8 @@
 """FleetState: the pure, in-memory picture of every host, GPU and server, built only by apply(event).
 
-The UI renders from this and nothing else. `apply` returns derived notices (server ready, crashed,
-host down/back) so the UI can toast without diffing state itself.
+The UI renders from this and nothing else. `apply` returns a `Changes` (console/fleet/changes.py): the
+hosts and servers it touched and the notices it derived (server ready, crashed, host down/back), each with a
+NoticeKind, so the UI redraws and toasts without diffing state itself.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from console.fleet.changes import Changes
 from console.fleet.events import (
     Event,
     GpuSample,
@@ -21,6 +23,7 @@ from console.fleet.events import (
     LogError,
     MetricsSample,
     Notice,
+    NoticeKind,
     ProcessSample,
     ServerAction,
     ServerAlive,
@@ -32,12 +35,14 @@ from console.fleet.events import (
 )
 from console.fleet.logmodel import LogModel
 from console.gpu.readings import ComputeApp, GpuReading
+from console.sglang.phase import Phase
 
 MAX_LINES = 20_000
 SPARK_POINTS = 120
 GPU_HISTORY_POINTS = 600
 """Per-GPU samples kept for the panes' history graphs: 10 min at nvidia-smi's 1 Hz."""
-ACTIVE_PHASES = ("launching", "loading_weights", "kv_cache", "cuda_graph", "warming", "ready", "serving")
+STREAMING = (LogData, GpuSample, ProcessSample, HealthResult, MetricsSample)
+"""Events that arrive as a stream: their redraws are coalesced (Changes.urgent is False)."""
 
 
 @dataclass
@@ -142,17 +147,15 @@ class ServerState:
         return self.meta.name
 
     @property
-    def phase(self) -> str:
+    def phase(self) -> Phase:
         """Parser phase, overridden by what the process and /health say."""
         p = self.log.phase
         if not self.alive:
-            if self.stopping or p == "stopped":
-                return "stopped"
-            return "crashed"
-        if p == "crashed":
-            return "crashed"
-        if self.health == "ok" and p in ("cuda_graph", "warming", "kv_cache", "launching", "loading_weights"):
-            return "ready"
+            return Phase.STOPPED if self.stopping or p is Phase.STOPPED else Phase.CRASHED
+        if p is Phase.CRASHED:
+            return p
+        if self.health == "ok" and p.starting:
+            return Phase.READY
         return p
 
     @property
@@ -168,7 +171,11 @@ def crash_notice(s: ServerState, at: float) -> Notice:
     """The crash toast, worded from the same diagnosis the pane shows."""
     diag = s.log.diagnosis
     cause = f": {diag.summary}" if diag is not None else ""
-    return Notice(at, "error", f"{s.name} crashed{cause}", server=s.name, host=s.meta.host)
+    return Notice(at, "error", f"{s.name} crashed{cause}", server=s.name, host=s.meta.host, kind=NoticeKind.CRASHED)
+
+
+def ready_notice(s: ServerState, at: float) -> Notice:
+    return Notice(at, "info", f"{s.name} is ready", server=s.name, host=s.meta.host, kind=NoticeKind.READY)
 
 
 class FleetState:
@@ -202,10 +209,31 @@ class FleetState:
         return s if s is not None and s.alive else None
 
     # -- the reducer ------------------------------------------------------------------------
-    def apply(self, ev: Event) -> list[Notice]:
+    def apply(self, ev: Event) -> Changes:
+        """The only writer: folds one event in and says what it touched and what to tell."""
         self.version += 1
         handler = _HANDLERS.get(type(ev))
-        return handler(self, ev) if handler else []
+        host, server = self._about(ev)  # before: a removed server's host is known only now
+        notices = handler(self, ev) if handler else []
+        if host is None or server is None:
+            after_host, after_server = self._about(ev)  # after: a server just seen
+            host, server = host or after_host, server or after_server
+        servers = {server} if server is not None else set()
+        if isinstance(ev, ProcessSample):
+            servers.update(s.name for s in self.servers_on(ev.host))  # VRAM per server is recomputed
+        return Changes(frozenset((host,)) if host is not None else frozenset(), frozenset(servers), tuple(notices),
+                       urgent=not isinstance(ev, STREAMING))
+
+    def _about(self, ev: Event) -> tuple[str | None, str | None]:
+        """(host, server) an event is about, as far as the state knows them now."""
+        if isinstance(ev, ServerSeen):
+            return ev.meta.host, ev.meta.name
+        name = getattr(ev, "server", None)
+        srv = self.servers.get(name) if isinstance(name, str) else None
+        host = getattr(ev, "host", None)
+        if not isinstance(host, str):
+            host = srv.meta.host if srv is not None else None
+        return host, srv.name if srv is not None else None
 
     def _host_connecting(self, ev: HostConnecting) -> list[Notice]:
         h = self.host(ev.host)
@@ -219,7 +247,7 @@ class FleetState:
         h = self.host(ev.host)
         was_down = h.last_error is not None
         h.conn, h.since, h.last_error, h.attempt = "up", ev.at, None, 0
-        return [Notice(ev.at, "info", f"host {ev.host} is back", host=ev.host)] if was_down else []
+        return [Notice(ev.at, "info", f"host {ev.host} is back", host=ev.host, kind=NoticeKind.HOST_BACK)] if was_down else []
 
     def _host_down(self, ev: HostDown) -> list[Notice]:
         h = self.host(ev.host)
@@ -227,7 +255,8 @@ class FleetState:
         already = h.conn == "down" or h.last_error is not None  # a retry failing again: no new toast
         if not already:
             h.since = ev.at
-            notices.append(Notice(ev.at, "error", f"host {ev.host} is down: {ev.error}", host=ev.host))
+            notices.append(Notice(ev.at, "error", f"host {ev.host} is down: {ev.error}", host=ev.host,
+                                  kind=NoticeKind.HOST_DOWN))
         h.conn, h.last_error = "down", ev.error
         return notices
 
@@ -248,7 +277,7 @@ class FleetState:
         h = self.host(ev.host)
         first = h.telemetry_error is None
         h.telemetry_error, h.telemetry_error_at = ev.message, ev.at
-        return [Notice(ev.at, "warning", f"{ev.host}: {ev.message}", host=ev.host)] if first else []
+        return [Notice(ev.at, "warning", f"{ev.host}: {ev.message}", host=ev.host, kind=NoticeKind.TELEMETRY)] if first else []
 
     def _process_sample(self, ev: ProcessSample) -> list[Notice]:
         h = self.host(ev.host)
@@ -304,7 +333,7 @@ class FleetState:
         s.health, s.health_detail = None, ""  # nothing answers any more: no 'health ok' after the end
         s.log.finish(ev.exit_status, ev.signal, stop_requested=s.stopping)
         if s.stopping:
-            return [Notice(ev.at, "info", f"{s.name} stopped", server=s.name, host=s.meta.host)]
+            return [Notice(ev.at, "info", f"{s.name} stopped", server=s.name, host=s.meta.host, kind=NoticeKind.STOPPED)]
         if not s.tell_once("crashed"):
             return []
         return [crash_notice(s, ev.at)]
@@ -320,7 +349,7 @@ class FleetState:
         s.throughput_history.clear()
         s.told.discard("crashed")
         return [Notice(ev.at, "warning", f"{s.name} is running: it was called ended, but its process is alive",
-                       server=s.name, host=s.meta.host)]
+                       server=s.name, host=s.meta.host, kind=NoticeKind.RUNNING_AGAIN)]
 
     def _server_removed(self, ev: ServerRemoved) -> list[Notice]:
         self.servers.pop(ev.server, None)
@@ -352,11 +381,11 @@ class FleetState:
             s.throughput_history.append(tp)
         return self._phase_notices(s, before, after, ev.at)
 
-    def _phase_notices(self, s: ServerState, before: str, after: str, at: float) -> list[Notice]:
-        if before == after:
+    def _phase_notices(self, s: ServerState, before: Phase, after: Phase, at: float) -> list[Notice]:
+        if before is after:
             return []
-        if after == "ready" and s.tell_once("ready"):
-            return [Notice(at, "info", f"{s.name} is ready", server=s.name, host=s.meta.host)]
+        if after is Phase.READY and s.tell_once("ready"):
+            return [ready_notice(s, at)]
         return []  # a crash is told when the process has ended and its log is read to the end (_server_gone)
 
     def _log_error(self, ev: LogError) -> list[Notice]:
@@ -373,8 +402,8 @@ class FleetState:
         s.health, s.health_detail, s.health_at = ev.status, ev.detail, ev.at
         if ev.status == "ok":
             s.last_health_at = ev.at
-        if before != "ready" and s.phase == "ready" and s.tell_once("ready"):
-            return [Notice(ev.at, "info", f"{s.name} is ready", server=s.name, host=s.meta.host)]
+        if before is not Phase.READY and s.phase is Phase.READY and s.tell_once("ready"):
+            return [ready_notice(s, ev.at)]
         return []
 
     def _metrics(self, ev: MetricsSample) -> list[Notice]:
@@ -391,7 +420,7 @@ class FleetState:
                 s.stopping = True
         level = "info" if ev.ok else "error"
         return [Notice(ev.at, level, f"{ev.server}: {ev.action}{' — ' + ev.message if ev.message else ''}",
-                       server=ev.server)]
+                       server=ev.server, host=s.meta.host if s is not None else None, kind=NoticeKind.ACTION)]
 
     def _notice(self, ev: Notice) -> list[Notice]:
         return [ev]

@@ -23,15 +23,13 @@ from console.fleet.journalview import operation
 from console.router import command as rc
 from console.router.api import RouterApi
 from console.router.reconcile import Changes, plan_changes
+from console.router.spec import ROUTER_PREFIX
 from console.router.state import RouterView, crash_cause
 from console.transport.base import TransportError
 
 if TYPE_CHECKING:
     from console.fleet.controller import FleetController
 
-ROUTER_PREFIX = "router:"
-"""A router's name wherever a server name goes (chat, probe, bench): `router:gen`."""
-SERVING = ("ready", "serving")
 START_TIMEOUT_S = 60.0
 PROCESS_EVERY_S = 3.0
 Listener = Callable[[str], None]
@@ -43,14 +41,7 @@ def is_router_target(name: str | None) -> bool:
 
 async def router_base_url(ctl: FleetController, name: str) -> str:
     """A router's OpenAI base URL as this machine reaches it (`router:NAME` or NAME): the host's tunnel, or direct."""
-    name = name.removeprefix(ROUTER_PREFIX)
-    spec = ctl.fleet.routers[name]
-    host = ctl.fleet.hosts[spec.host]
-    loop = spec.bind in ("0.0.0.0", "::", "", "localhost")
-    if host.http == "direct":
-        return f"http://{host.address if loop else spec.bind}:{spec.port}"
-    local = await ctl.links[spec.host].forward("127.0.0.1" if loop else spec.bind, spec.port)
-    return f"http://127.0.0.1:{local}"
+    return await ctl.server_url(ROUTER_PREFIX + name.removeprefix(ROUTER_PREFIX))
 
 
 async def router_target(api: FleetController, name: str, wait_s: float = 20.0) -> Any:
@@ -121,7 +112,7 @@ class RouterManager:
         for s in self.ctl.state.servers.values():
             m = s.meta
             if (m.preset in spec.presets and m.host == spec.host and m.port is not None and s.alive
-                    and s.phase in SERVING and s.health == "ok"):
+                    and s.phase.up and s.health == "ok"):
                 out.append(rc.worker_url(m.bind, m.port))
         return sorted(set(out))
 
@@ -263,10 +254,17 @@ class RouterManager:
             return ActionOutcome(False, f"router {name} did not start on {spec.host}: "
                                         f"{(r.stderr or r.stdout).strip()[-300:]}")
         self.ctl.journal.event("router-up", host=spec.host, message=f"{name}: {' '.join(plan.argv)}")
+        # the router registers its --worker-urls in the background after /health answers: they are on their way
+        self._pending[name] = {u: time.time() for u in ready}
         deadline = time.monotonic() + wait_s
+        listed_by = None
         while time.monotonic() < deadline:
             await asyncio.sleep(0.5)
             v = await self.refresh(name)
+            if v.phase == "running" and not set(ready) <= {w.url for w in v.workers}:
+                listed_by = listed_by or time.monotonic() + 10.0
+                if time.monotonic() < listed_by:
+                    continue  # up, still registering its workers
             if v.phase == "running":
                 await self.sync(name)
                 n = len(ready)
@@ -297,7 +295,10 @@ class RouterManager:
             self.ctl.journal.event("router-down", host=spec.host, ok=r.ok, message=f"{name}: {out}")
             if out == "none":
                 return ActionOutcome(True, f"router {name} is already stopped")
-            return ActionOutcome(r.ok, f"router {name} stopped" if r.ok else f"router {name}: {r.stderr.strip()[-300:]}")
+            if not r.ok:
+                return ActionOutcome(False, f"router {name} did not stop ({out or r.stderr.strip()[-300:]}) "
+                                            f"after SIGTERM, {rc.STOP_GRACE_S} s, then SIGKILL")
+            return ActionOutcome(True, f"router {name} stopped")
 
     async def restart(self, name: str) -> ActionOutcome:
         out = await self.down(name)

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+ROUTER_PREFIX = "router:"
+"""A router's name wherever a server name goes (chat, probe, bench): `router:gen`."""
 POLICIES = ("cache_aware", "round_robin", "power_of_two", "random")
 ROUTER_OWNED_FLAGS = ("--host", "--port", "--policy", "--worker-urls", "--prometheus-port", "--prometheus-host")
 

@@ -1,4 +1,9 @@
-"""The server phases a log walks through, shared by the parser, the fleet state and the UI."""
+"""The server phases a log walks through: the one spelling of them for the parser, the fleet state, the CLI and the UI.
+
+A `Phase` is a StrEnum, so it compares equal to its value (`Phase.READY == "ready"`), formats as it
+(`f"{phase}"`, JSON), and a dict keyed by it is looked up by either. Ask a phase what it is
+(`starting`, `up`, `terminal`) instead of listing phase names in a tuple.
+"""
 
 from __future__ import annotations
 
@@ -35,13 +40,34 @@ class Phase(StrEnum):
         """Still coming up (before the HTTP server answers)."""
         return self.order <= Phase.CUDA_GRAPH.order
 
+    @property
+    def starting(self) -> bool:
+        """Launched and not yet ready: launching through warming (what a pane shows progress for)."""
+        return self.order <= Phase.WARMING.order
+
+    @property
+    def up(self) -> bool:
+        """Ready or serving: the server takes requests."""
+        return self in (Phase.READY, Phase.SERVING)
+
+    @property
+    def label(self) -> str:
+        """The phase in words, for people (`loading weights`, `KV cache`)."""
+        return LABELS[self]
+
 
 _ORDER = {p: i for i, p in enumerate(Phase)}
 
 STARTUP_PHASES: tuple[Phase, ...] = (
     Phase.LAUNCHING, Phase.LOADING_WEIGHTS, Phase.KV_CACHE, Phase.CUDA_GRAPH, Phase.WARMING, Phase.READY,
 )
-"""The phases of a cold start, in order (the timeline's keys)."""
+"""The phases of a cold start, in order, ready included (the timeline's keys)."""
+
+STARTING_PHASES: tuple[Phase, ...] = tuple(p for p in Phase if p.starting)
+"""Launching through warming: the phases a launched server shows progress in before it is ready."""
+
+ACTIVE_PHASES: tuple[Phase, ...] = tuple(p for p in Phase if not p.terminal)
+"""Every phase of a live server."""
 
 LABELS: dict[Phase, str] = {
     Phase.LAUNCHING: "launching",

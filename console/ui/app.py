@@ -16,18 +16,11 @@ from textual.worker import Worker, WorkerState
 
 from console.config import Fleet
 from console.fleet.api import FleetApi
-from console.fleet.events import (
-    Event,
-    GpuSample,
-    HealthResult,
-    LogData,
-    MetricsSample,
-    Notice,
-    ProcessSample,
-    event_host,
-)
-from console.fleet.state import FleetState, ServerState
+from console.fleet.changes import Changes
+from console.fleet.events import Event, Notice, NoticeKind
+from console.fleet.state import FleetState, ServerState, ready_notice
 from console.remote_text import for_terminal
+from console.sglang.phase import Phase
 from console.ui import gcpolicy
 from console.ui.actions import MUTATING, ActionsMixin
 from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
@@ -37,10 +30,6 @@ from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
 SYNC_MIN_S = 0.5
 """Screens repaint from state at most twice a second, however many event batches arrive (nvidia-smi samples
 at 1 Hz; each repaint of the fleet screen is a frame of most of the terminal). The live log does not wait."""
-
-STREAMING = (LogData, GpuSample, ProcessSample, HealthResult, MetricsSample)
-"""Events that arrive many times a second and are repainted at most every SYNC_MIN_S; any other kind
-(a launch, stop, crash, host up/down) repaints at once."""
 
 SETTLE_S = 5.0
 """After the fleet connects, this long until the start-up objects are frozen out of the collector's sight."""
@@ -83,7 +72,7 @@ class DflashApp(ActionsMixin, App[int]):
         self.last_probe: ProbeReport | None = None
         self.status_line = "" if api is not None else "connecting…"
         self._empty = FleetState()
-        self._phases: dict[str, str] = {}
+        self._phases: dict[str, Phase] = {}
         self._last_sync = 0.0
         self._sync_pending = False
         self._change_posted = False
@@ -160,26 +149,21 @@ class DflashApp(ActionsMixin, App[int]):
             self.run_worker(self.demo.after_start(self.api), name="demo-scene", group="demo", exit_on_error=False,
                             description="demo: opening servers")
 
-    def _on_events(self, events: list[Event], notices: list[Notice]) -> None:
+    def _on_events(self, events: list[Event], changes: Changes) -> None:
         """Controller listener (on the loop): toast the notices; one FleetChanged in the queue at a time.
 
         A log flood delivers hundreds of batches a second; a message per batch was pure overhead.
         """
         if self._dirty_hosts is not None:
-            for ev in events:
-                h = event_host(ev, self.state)
-                if h is None:  # cannot tell (a removed server, a new kind of event): redraw everything
-                    self._dirty_hosts = None
-                    break
-                self._dirty_hosts.add(h)
-        if not self._urgent and any(not isinstance(ev, STREAMING) for ev in events):
+            self._dirty_hosts |= changes.hosts  # a removed server's host too: the state names it
+        if changes.urgent:
             self._urgent = True  # a launch, stop, crash or host change is shown at once, not coalesced
         if not self._change_posted:
             self._change_posted = True
             self.post_message(FleetChanged())
-        for n in notices:
+        for n in changes.notices:
             self.toast(n)
-            if n.server and n.message.endswith("is ready"):
+            if n.server and n.kind is NoticeKind.READY:
                 self._told_ready.add(n.server)
 
     def _ready_fallback(self) -> None:
@@ -189,9 +173,8 @@ class DflashApp(ActionsMixin, App[int]):
             phase = s.phase
             was = self._phases.get(name)
             self._phases[name] = phase
-            if (was in ("launching", "loading_weights", "kv_cache", "cuda_graph", "warming")
-                    and phase in ("ready", "serving") and name not in told):
-                self.toast(Notice(self.now(), "info", f"{name} is ready", server=name, host=s.meta.host))
+            if was is not None and was.starting and phase.up and name not in told:
+                self.toast(ready_notice(s, self.now()))
 
     def toast(self, n: Notice) -> None:
         """Toast (and bell on errors); notices about external servers go to the activity panel only."""

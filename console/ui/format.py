@@ -6,21 +6,13 @@ import math
 from collections.abc import Iterable
 
 from console.remote_text import for_terminal
+from console.sglang.phase import LABELS, STARTING_PHASES
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 
-PHASE_WORDS = {
-    "launching": "launching",
-    "loading_weights": "loading weights",
-    "kv_cache": "KV cache",
-    "cuda_graph": "CUDA graphs",
-    "warming": "warming up",
-    "ready": "ready",
-    "serving": "serving",
-    "crashed": "crashed",
-    "stopped": "stopped",
-}
-STARTING = ("launching", "loading_weights", "kv_cache", "cuda_graph", "warming")
+PHASE_WORDS = LABELS
+"""Phase -> words (`loading weights`); one table, console/sglang/phase.py's."""
+STARTING = STARTING_PHASES
 
 
 def clean(text: str, limit: int | None = None) -> str:

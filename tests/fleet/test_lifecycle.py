@@ -70,7 +70,7 @@ async def test_crash_cause_restart_keeps_old_log(sim_ssh, controller_factory):
     fleet = make_fleet(h.section() + preset_toml("small", h, [1], 30001))
     ctl = controller_factory(fleet)
     notices = []
-    ctl.subscribe(lambda evs, ns: notices.extend(ns))
+    ctl.subscribe(lambda evs, changes: notices.extend(changes.notices))
     await ctl.start()
     out = await ctl.launch("small", wait=True)
     assert out.ok, out.message

@@ -36,7 +36,7 @@ async def test_one_missed_sample_does_not_end_a_live_server(sim_ssh, controller_
     h = sim_ssh("missed")
     ctl = controller_factory(make_fleet(h.section() + preset_toml("small", h, [0], 30000)))
     notices: list[Notice] = []
-    ctl.subscribe(lambda evs, ns: notices.extend(ns))
+    ctl.subscribe(lambda evs, changes: notices.extend(changes.notices))
     await ctl.start()
     out = await ctl.launch("small", wait=True)
     assert out.ok, out.message
@@ -59,7 +59,7 @@ async def test_server_called_ended_but_alive_is_running_again(sim_ssh, controlle
     h = sim_ssh("revived")
     ctl = controller_factory(make_fleet(h.section() + preset_toml("small", h, [0], 30000)))
     notices: list[Notice] = []
-    ctl.subscribe(lambda evs, ns: notices.extend(ns))
+    ctl.subscribe(lambda evs, changes: notices.extend(changes.notices))
     await ctl.start()
     out = await ctl.launch("small", wait=True)
     assert out.ok, out.message
@@ -84,7 +84,7 @@ async def test_crash_notice_is_the_panes_diagnosis_after_the_whole_log(sim_ssh, 
     h = sim_ssh("lagging")
     ctl = controller_factory(make_fleet(h.section() + preset_toml("small", h, [0], 30000)))
     notices: list[Notice] = []
-    ctl.subscribe(lambda evs, ns: notices.extend(ns))
+    ctl.subscribe(lambda evs, changes: notices.extend(changes.notices))
     await ctl.start()
     out = await ctl.launch("small", wait=True)
     assert out.ok, out.message

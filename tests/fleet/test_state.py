@@ -9,6 +9,7 @@ from console.fleet.events import (
     HostDown,
     HostUp,
     LogData,
+    NoticeKind,
     ProcessSample,
     ProcInfo,
     ServerAction,
@@ -38,17 +39,17 @@ def sample(used=(10, 20)) -> GpuSample:
 def test_host_lifecycle_and_notices():
     st = FleetState(["h"])
     assert st.hosts["h"].conn == "connecting"
-    assert st.apply(HostConnecting("h", 1.0)) == []
-    assert st.apply(HostUp("h", 2.0)) == []  # first up: no "back" toast
-    n = st.apply(HostDown("h", 3.0, "connection lost", 0.5))
-    assert n[0].level == "error" and "connection lost" in n[0].message
+    assert st.apply(HostConnecting("h", 1.0)).notices == ()
+    assert st.apply(HostUp("h", 2.0)).notices == ()  # first up: no "back" toast
+    n = st.apply(HostDown("h", 3.0, "connection lost", 0.5)).notices
+    assert n[0].level == "error" and "connection lost" in n[0].message and n[0].kind is NoticeKind.HOST_DOWN
     h = st.hosts["h"]
     assert (h.conn, h.since, h.last_error) == ("down", 3.0, "connection lost")
     st.apply(HostConnecting("h", 3.6, attempt=2))
     assert h.since == 3.0 and h.conn == "connecting"  # still counting from when it went down
-    assert st.apply(HostDown("h", 4.0, "refused")) == []  # no repeated toast while down
-    n = st.apply(HostUp("h", 5.0))
-    assert "back" in n[0].message and h.last_error is None
+    assert st.apply(HostDown("h", 4.0, "refused")).notices == ()  # no repeated toast while down
+    n = st.apply(HostUp("h", 5.0)).notices
+    assert "back" in n[0].message and h.last_error is None and n[0].kind is NoticeKind.HOST_BACK
 
 
 def test_gpu_ages_and_staleness():
@@ -59,9 +60,9 @@ def test_gpu_ages_and_staleness():
     st.apply(sample())
     assert h.gpus[1].reading.memory_used_mib == 20
     assert h.age_s(12.0) == 2.0 and not h.stale(12.0) and h.stale(16.0)
-    n = st.apply(TelemetryError("h", 11.0, "nvidia-smi hung"))
+    n = st.apply(TelemetryError("h", 11.0, "nvidia-smi hung")).notices
     assert n and h.telemetry_error == "nvidia-smi hung"
-    assert st.apply(TelemetryError("h", 12.0, "nvidia-smi hung")) == []
+    assert st.apply(TelemetryError("h", 12.0, "nvidia-smi hung")).notices == ()
     st.apply(sample())
     assert h.telemetry_error is None
 
@@ -97,7 +98,7 @@ def test_log_offsets_dedupe_and_gaps():
 def test_crash_then_relaunch_keeps_previous_log():
     st = FleetState(["h"])
     st.apply(ServerSeen(meta(), 1.0))
-    n = st.apply(ServerGone("p@h:gpu0-1", 5.0, exit_status=137))
+    n = st.apply(ServerGone("p@h:gpu0-1", 5.0, exit_status=137)).notices
     s = st.servers["p@h:gpu0-1"]
     assert s.phase == "crashed" and not s.alive and "crashed" in n[0].message
     st.apply(ServerSeen(meta(launch_id="L2", log="/l/b.log", sid=200), 6.0))
@@ -109,7 +110,7 @@ def test_stop_is_stopped_not_crashed():
     st = FleetState(["h"])
     st.apply(ServerSeen(meta(), 1.0))
     st.apply(ServerAction("p@h:gpu0-1", 2.0, "stop", True, "SIGTERM"))
-    n = st.apply(ServerGone("p@h:gpu0-1", 3.0))
+    n = st.apply(ServerGone("p@h:gpu0-1", 3.0)).notices
     assert st.servers["p@h:gpu0-1"].phase == "stopped" and "stopped" in n[0].message
 
 
@@ -117,10 +118,10 @@ def test_health_confirms_ready_once():
     st = FleetState(["h"])
     st.apply(ServerSeen(meta(), 1.0))
     s = st.servers["p@h:gpu0-1"]
-    assert st.apply(HealthResult(s.name, 2.0, "down")) == [] and s.phase == "launching"
-    n = st.apply(HealthResult(s.name, 3.0, "ok"))
+    assert st.apply(HealthResult(s.name, 2.0, "down")).notices == () and s.phase == "launching"
+    n = st.apply(HealthResult(s.name, 3.0, "ok")).notices
     assert s.phase == "ready" and s.ready_confirmed and "ready" in n[0].message
-    assert st.apply(HealthResult(s.name, 4.0, "ok")) == []
+    assert st.apply(HealthResult(s.name, 4.0, "ok")).notices == ()
 
 
 def test_same_launch_seen_again_updates_meta_only():
@@ -136,11 +137,11 @@ def test_ready_and_crash_are_toasted_once():
     st = FleetState(["h"])
     st.apply(ServerSeen(meta(), 1.0))
     s = st.servers["p@h:gpu0-1"]
-    assert [n.message for n in st.apply(HealthResult(s.name, 2.0, "ok"))] == ["p@h:gpu0-1 is ready"]
+    assert [n.message for n in st.apply(HealthResult(s.name, 2.0, "ok")).notices] == ["p@h:gpu0-1 is ready"]
     st.apply(LogData(s.name, 3.0, "/l/a.log", 0,
                      b"[2026-01-01 00:00:00] The server is fired up and ready to roll!\n"))
-    assert st.apply(HealthResult(s.name, 4.0, "ok")) == []
-    n1 = st.apply(ServerGone(s.name, 5.0, exit_status=137))
+    assert st.apply(HealthResult(s.name, 4.0, "ok")).notices == ()
+    n1 = st.apply(ServerGone(s.name, 5.0, exit_status=137)).notices
     assert len(n1) == 1 and "crashed" in n1[0].message
 
 
@@ -161,9 +162,9 @@ def test_crash_is_told_at_the_end_not_from_a_log_still_being_written():
     st = FleetState(["h"])
     st.apply(ServerSeen(meta(), 1.0))
     s = st.servers["p@h:gpu0-1"]
-    assert st.apply(LogData(s.name, 2.0, "/l/a.log", 0, OOM_LOG)) == []
+    assert st.apply(LogData(s.name, 2.0, "/l/a.log", 0, OOM_LOG)).notices == ()
     assert s.phase == "crashed" and s.alive
-    n = st.apply(ServerGone(s.name, 3.0))
+    n = st.apply(ServerGone(s.name, 3.0)).notices
     assert [x.message for x in n] == [f"{s.name} crashed: {s.log.diagnosis.summary}"]
     assert "out of memory" in n[0].message.lower()
 
@@ -197,10 +198,10 @@ def test_server_alive_again_is_un_ended_and_its_log_re_read():
     st.apply(LogData(s.name, 2.0, "/l/a.log", 0, b"[2026-01-01 00:00:00] a\n"))
     st.apply(ServerGone(s.name, 3.0))
     assert s.phase == "crashed"
-    n = st.apply(ServerAlive(s.name, 4.0))
+    n = st.apply(ServerAlive(s.name, 4.0)).notices
     assert s.alive and s.ended_at is None and s.phase == "launching" and "running" in n[0].message
     st.apply(LogData(s.name, 4.1, "/l/a.log", 24, b"[2026-01-01 00:00:01] late\n"))
     assert s.log.line_count == 0
     st.apply(LogData(s.name, 4.2, "/l/a.log", 0, b"[2026-01-01 00:00:00] a\n[2026-01-01 00:00:01] late\n"))
     assert s.log.line_count == 2 and s.log_offset == 51 and s.log.gaps == 0
-    assert len(st.apply(ServerGone(s.name, 5.0))) == 1  # a later real end is told again
+    assert len(st.apply(ServerGone(s.name, 5.0)).notices) == 1  # a later real end is told again

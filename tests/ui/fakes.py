@@ -9,12 +9,12 @@ from typing import Any
 
 from console.config import Fleet, Host, Preset
 from console.fleet.api import ActionOutcome, LaunchPreview, PreCheck
+from console.fleet.changes import Changes
 from console.fleet.events import (
     Event,
     GpuSample,
     HealthResult,
     HostUp,
-    Notice,
     ProcessSample,
     ServerGone,
     ServerMeta,
@@ -25,6 +25,7 @@ from console.fleet.state import FleetState
 from console.gpu.readings import ComputeApp, GpuReading
 from console.sglang.command import plan_launch
 from console.sglang.lint import Finding
+from console.sglang.phase import Phase
 from console.ui.backend import ChatDelta, ChatRequest, ProbeReport, fallback_curl
 
 NOW = 1_780_000_000.0
@@ -40,7 +41,7 @@ class ScriptedLog:
         self.line_count = len(self.lines)
         self.batch_lines = 0
         self.gaps = 0
-        self.phase = phase
+        self.phase = Phase(phase)
         self.shards: tuple[int, int] | None = None
         self.graphs: tuple[int, int] | None = None
         self.gen_throughput: float | None = None
@@ -69,9 +70,9 @@ class ScriptedLog:
 
     def finish(self, exit_status: int | None, signal: str | int | None, stop_requested: bool = False) -> None:
         if stop_requested:
-            self.phase = "stopped"
+            self.phase = Phase.STOPPED
         elif self.phase != "stopped":
-            self.phase = "crashed"
+            self.phase = Phase.CRASHED
 
 
 def demo_fleet() -> Fleet:
@@ -182,13 +183,11 @@ class FakeApi:
     def subscribe(self, listener: Any) -> None:
         self.listeners.append(listener)
 
-    def emit(self, *events: Event) -> list[Notice]:
-        notices: list[Notice] = []
-        for ev in events:
-            notices += self.state.apply(ev)
+    def emit(self, *events: Event) -> Changes:
+        changes = Changes.union([self.state.apply(ev) for ev in events])
         for fn in self.listeners:
-            fn(list(events), notices)
-        return notices
+            fn(list(events), changes)
+        return changes
 
     async def start(self) -> None:
         self.calls.append(("start", None))

@@ -1,0 +1,98 @@
+"""FleetState.apply's change-set: which hosts and servers an event touched, the notices' kinds, urgency."""
+
+from __future__ import annotations
+
+from console.fleet.changes import Changes
+from console.fleet.events import (
+    GpuSample,
+    HealthResult,
+    HostDown,
+    HostUp,
+    LogData,
+    Notice,
+    NoticeKind,
+    ProcessSample,
+    ServerAction,
+    ServerAlive,
+    ServerGone,
+    ServerMeta,
+    ServerRemoved,
+    ServerSeen,
+    TelemetryError,
+)
+from console.fleet.state import FleetState
+from console.gpu.readings import ComputeApp, GpuReading
+
+READY_LOG = b"[2026-01-01 00:00:00] The server is fired up and ready to roll!\n"
+
+
+def meta(name: str = "p@h:gpu0", host: str = "h", sid: int = 100) -> ServerMeta:
+    return ServerMeta(name=name, host=host, gpus=(0,), port=30000, preset="p", pid=sid, sid=sid,
+                      log_path="/l/a.log", launch_id="L1", started_at=1.0)
+
+
+def kinds(c: Changes) -> list[NoticeKind]:
+    return [n.kind for n in c.notices]
+
+
+def test_a_server_event_touches_its_host_and_itself() -> None:
+    st = FleetState(["h", "other"])
+    seen = st.apply(ServerSeen(meta(), 1.0))
+    assert (seen.hosts, seen.servers, seen.urgent) == ({"h"}, {"p@h:gpu0"}, True)
+    health = st.apply(HealthResult("p@h:gpu0", 2.0, "ok"))
+    assert (health.hosts, health.servers, health.urgent) == ({"h"}, {"p@h:gpu0"}, False)
+    assert kinds(health) == [NoticeKind.READY]
+
+
+def test_a_removed_server_still_names_its_host() -> None:
+    """The host is read before the server is gone from the state, so a screen need not redraw everything."""
+    st = FleetState(["h"])
+    st.apply(ServerSeen(meta(), 1.0))
+    c = st.apply(ServerRemoved("p@h:gpu0", 2.0))
+    assert (c.hosts, c.servers, c.urgent) == ({"h"}, {"p@h:gpu0"}, True)
+    assert "p@h:gpu0" not in st.servers
+
+
+def test_an_event_about_an_unknown_server_touches_nothing() -> None:
+    st = FleetState(["h"])
+    c = st.apply(LogData("nobody@h:gpu0", 1.0, "/l/x.log", 0, b"x\n"))
+    assert c.empty and c.hosts == frozenset()
+
+
+def test_notice_kinds_for_every_told_fact() -> None:
+    st = FleetState(["h"])
+    st.apply(HostUp("h", 1.0))
+    assert kinds(st.apply(HostDown("h", 2.0, "connection lost"))) == [NoticeKind.HOST_DOWN]
+    assert kinds(st.apply(HostUp("h", 3.0))) == [NoticeKind.HOST_BACK]
+    assert kinds(st.apply(TelemetryError("h", 4.0, "nvidia-smi hung"))) == [NoticeKind.TELEMETRY]
+    st.apply(ServerSeen(meta(), 5.0))
+    assert kinds(st.apply(LogData("p@h:gpu0", 6.0, "/l/a.log", 0, READY_LOG))) == [NoticeKind.READY]
+    crash = st.apply(ServerGone("p@h:gpu0", 7.0, exit_status=1))
+    assert kinds(crash) == [NoticeKind.CRASHED] and crash.notices[0].host == "h"
+    assert kinds(st.apply(ServerAlive("p@h:gpu0", 8.0))) == [NoticeKind.RUNNING_AGAIN]
+    act = st.apply(ServerAction("p@h:gpu0", 9.0, "stop", True, "SIGTERM"))
+    assert kinds(act) == [NoticeKind.ACTION] and act.notices[0].host == "h"
+    assert kinds(st.apply(ServerGone("p@h:gpu0", 10.0))) == [NoticeKind.STOPPED]
+    free = st.apply(Notice(11.0, "info", "hello", host="h"))
+    assert kinds(free) == [NoticeKind.OTHER] and free.hosts == {"h"}
+
+
+def test_streams_are_not_urgent_lifecycle_is() -> None:
+    st = FleetState(["h"])
+    st.apply(ServerSeen(meta(), 1.0))
+    gpu = st.apply(GpuSample("h", 2.0, (GpuReading(0, "GPU-a", memory_used_mib=1, memory_total_mib=2),)))
+    assert (gpu.hosts, gpu.servers, gpu.urgent) == ({"h"}, frozenset(), False)
+    procs = st.apply(ProcessSample("h", 3.0, (ComputeApp(100, "GPU-a", "python", 1),), ()))
+    assert (procs.servers, procs.urgent) == ({"p@h:gpu0"}, False)  # its VRAM is recomputed
+    assert st.apply(HostDown("h", 4.0, "cut")).urgent
+
+
+def test_union_keeps_order_and_urgency() -> None:
+    st = FleetState(["a", "b"])
+    parts = [st.apply(ServerSeen(meta("x@a:gpu0", "a"), 1.0)), st.apply(HealthResult("x@a:gpu0", 2.0, "ok")),
+             st.apply(HostUp("b", 3.0)), st.apply(HostDown("b", 4.0, "cut"))]
+    u = Changes.union(parts)
+    assert u.hosts == {"a", "b"} and u.servers == {"x@a:gpu0"} and u.urgent
+    assert kinds(u) == [NoticeKind.READY, NoticeKind.HOST_DOWN]
+    assert (parts[1] | parts[2]).notices == parts[1].notices and not (parts[1] | parts[1]).urgent
+    assert u.of_kind(NoticeKind.HOST_DOWN)[0].host == "b"
