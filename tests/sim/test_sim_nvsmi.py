@@ -96,7 +96,8 @@ def test_processes_memory_and_liveness(ct129: Path) -> None:
     hog = hold_vram(ct129, 1, 26296, "python3")
     try:
         table = smi(ct129).stdout.splitlines()
-        row = next(ln for ln in table if re.search(rf"\b{hog.pid}\b", ln))
+        # the process row, by its PID column (a small pid, as in a fresh pid namespace, is also in "580.126.09")
+        row = next(ln for ln in table if re.match(rf"\|\s+1\s+N/A\s+N/A\s+{hog.pid}\s", ln))
         real_row = _sample("01-rtx-a6000-table-with-processes.txt")[-2]
         expected = real_row.replace("|    0   N/A", "|    1   N/A").replace(f"{3288294:>16}", f"{hog.pid:>16}")
         assert row == expected
