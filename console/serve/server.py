@@ -152,10 +152,10 @@ class ConsoleServer(Server):
     def request_exit(self) -> None:
         self._stop.set()
 
-    async def serve_async(self) -> None:
+    async def serve_async(self, *, signals: bool = True) -> None:
         """Binds, prints the banner, serves until SIGINT/SIGTERM (or request_exit), then shuts down."""
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM) if signals else ():
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_exit)
         runner = web.AppRunner(await self._make_app(), access_log=None, handle_signals=False,

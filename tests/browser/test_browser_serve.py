@@ -123,3 +123,29 @@ def test_sigterm_ends_every_session(browser, artifacts: Path) -> None:
             page.wait_for_selector("body.-closed", timeout=patient(5) * 1000)  # the page says "Session ended."
         finally:
             ctx.close()
+
+
+def test_a_hosts_file_with_actions_allowed(browser, tmp_path: Path) -> None:
+    """Without --demo the sessions open the given hosts.toml (here a sim fleet); --allow-actions lets `l` open
+    the launch dialog (Escape leaves it; nothing is launched)."""
+    from console.sim.fleet import sim_down, sim_up
+
+    hosts = sim_up(tmp_path / "fleet", hosts=["ct129"], time_scale=0.1)
+    try:
+        with serve("--hosts", str(hosts), "--allow-actions", env={"DFLASH_STATE_DIR": str(tmp_path / "state")}) as s:
+            assert "actions ALLOWED" in "\n".join(s.banner)
+            ctx, page, mirror, _ = open_page(browser, s)
+            try:
+                page.goto(s.url)
+                screen = mirror.wait_for("ct129", "GPU0 RTX A6000", "GPU1 RTX A6000", timeout=20)
+                assert "READ-ONLY" not in screen and "demo" not in screen and "blackwell" not in screen
+                assert "Launch" in screen.rstrip().splitlines()[-1].split()
+                page.locator(".xterm-helper-textarea").focus()
+                page.keyboard.press("l")
+                mirror.wait_for("Launch on ct129")
+                page.keyboard.press("Escape")
+                mirror.wait_gone("Launch on ct129")
+            finally:
+                ctx.close()
+    finally:
+        sim_down(tmp_path / "fleet", timeout=3)
