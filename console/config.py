@@ -360,8 +360,8 @@ def _check_ports(name: str, port: Any, n: int, add: Any) -> None:
 
 def _cross_checks(data: dict[str, Any], add: Any) -> list[ConfigIssue]:
     """Rules that span fields: host references, GPU sets, TP, replica ports."""
-    hosts = data.get("hosts") if isinstance(data.get("hosts"), dict) else {}
-    presets = data.get("presets") if isinstance(data.get("presets"), dict) else {}
+    hosts = v if isinstance(v := data.get("hosts"), dict) else {}
+    presets = v if isinstance(v := data.get("presets"), dict) else {}
     for section, tables in (("hosts", hosts), ("presets", presets)):
         for name, t in tables.items():
             env = t.get("env") if isinstance(t, dict) else None

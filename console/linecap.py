@@ -28,7 +28,7 @@ class LineCap(Generic[AnyStr]):
         out: list[AnyStr] = []
         start = 0
         while True:
-            nl = data.find(nl_char, start)  # type: ignore[arg-type]
+            nl = data.find(nl_char, start)
             end = len(data) if nl < 0 else nl
             if not self._dropping and end > start:
                 room = self.limit - self._run

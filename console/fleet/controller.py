@@ -294,7 +294,7 @@ class FleetController:
         return (frame.sampled_at or at) - self._launched_at.get(name, 0) >= LAUNCH_GRACE_S
 
     def _externals(self, host: str, frame: ProcFrame, apps: list[ComputeApp], at: float,
-                   managed_sids: set[int | None]) -> list[Event]:
+                   managed_sids: set[int]) -> list[Event]:
         uuid_index = {g.reading.uuid: i for i, g in self.state.host(host).gpus.items() if g.reading.uuid}
         out: list[Event] = []
         seen: set[str] = set()

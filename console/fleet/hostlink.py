@@ -14,8 +14,9 @@ import contextlib
 import random
 import shlex
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from console.config import Host
 from console.fleet.agent import agent_procs_command, agent_tail_command
@@ -43,7 +44,7 @@ PROC_MAX_LINE = 1024 * 1024
 """A process-loop line is one process (an SGLang command line is a few KiB); longer is cut, so a host
 printing without newlines cannot grow the console's memory."""
 
-Emit = Callable[[list[Event]], None]
+Emit = Callable[[list[Event]], object]
 
 
 @dataclass
@@ -69,7 +70,7 @@ async def _pump(stream: RemoteStream, q: asyncio.Queue[bytes | None]) -> None:
         q.put_nowait(None)
 
 
-async def _cancel_all(tasks: list[asyncio.Task[None]]) -> None:
+async def _cancel_all(tasks: Sequence[asyncio.Task[Any]]) -> None:
     """Cancel and reap; re-cancel stragglers (3.11's wait_for can swallow a cancellation)."""
     pending = {t for t in tasks if not t.done()}
     while pending:

@@ -237,8 +237,8 @@ def run_checks(ctl: FleetController, preset_name: str, plans: list[LaunchPlan], 
             who = describe_pid(ctl, host, pid, f.procs) if pid else (owner or "another process")
             checks.append(PreCheck("port free", False, f"port {r.port} on {host} is in use by {who}"))
         elif owner is not None:
-            m = live.get(owner)
-            who = f"{owner}, {describe_pid(ctl, host, m.pid, f.procs)}" if m is not None and m.pid else owner
+            om = live.get(owner)
+            who = f"{owner}, {describe_pid(ctl, host, om.pid, f.procs)}" if om is not None and om.pid else owner
             s = ctl.state.servers.get(owner)
             why = ("" if s is not None and s.phase.up
                    else ", which is still starting (a server listens once it has loaded)" if s is not None

@@ -8,7 +8,9 @@ NoticeKind, so the UI redraws and toasts without diffing state itself.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from console.fleet.changes import Changes
 from console.fleet.events import (
@@ -292,9 +294,9 @@ class FleetState:
         mem: dict[str, int] = {}
         for app in ev.apps:
             owner = self._owner_of(app, h, by_sid, by_pid)
-            g = by_uuid.get(app.gpu_uuid)
-            if g is not None:
-                g.processes.append(GpuProcess(app.pid, app.used_mib, app.process_name, owner.name if owner else None))
+            on = by_uuid.get(app.gpu_uuid)
+            if on is not None:
+                on.processes.append(GpuProcess(app.pid, app.used_mib, app.process_name, owner.name if owner else None))
             if owner is not None and app.used_mib:
                 mem[owner.name] = mem.get(owner.name, 0) + app.used_mib
         for s in servers:
@@ -418,15 +420,14 @@ class FleetState:
             s.last_action = f"{ev.action}: {ev.message}" if ev.message else ev.action
             if ev.action == "stop" and ev.ok:
                 s.stopping = True
-        level = "info" if ev.ok else "error"
-        return [Notice(ev.at, level, f"{ev.server}: {ev.action}{' — ' + ev.message if ev.message else ''}",
+        return [Notice(ev.at, "info" if ev.ok else "error", f"{ev.server}: {ev.action}{' — ' + ev.message if ev.message else ''}",
                        server=ev.server, host=s.meta.host if s is not None else None, kind=NoticeKind.ACTION)]
 
     def _notice(self, ev: Notice) -> list[Notice]:
         return [ev]
 
 
-_HANDLERS = {
+_HANDLERS: dict[type, Callable[[FleetState, Any], list[Notice]]] = {
     HostConnecting: FleetState._host_connecting,
     HostUp: FleetState._host_up,
     HostDown: FleetState._host_down,

@@ -49,9 +49,9 @@ class RouterSpec(BaseModel):
 def cross_check(data: dict[str, Any], add: Any) -> None:
     """Rules spanning tables: the host and presets exist, presets run on the router's host, ports are free of
     the presets' ports, console-owned flags stay out of `args`. `add(path, message)` records one error."""
-    hosts = data.get("hosts") if isinstance(data.get("hosts"), dict) else {}
-    presets = data.get("presets") if isinstance(data.get("presets"), dict) else {}
-    routers = data.get("routers") if isinstance(data.get("routers"), dict) else {}
+    hosts = v if isinstance(v := data.get("hosts"), dict) else {}
+    presets = v if isinstance(v := data.get("presets"), dict) else {}
+    routers = v if isinstance(v := data.get("routers"), dict) else {}
     claimed: dict[tuple[str, int], str] = {}
     for pname, p in presets.items():
         if isinstance(p, dict) and isinstance(p.get("host"), str):
@@ -64,7 +64,7 @@ def cross_check(data: dict[str, Any], add: Any) -> None:
         if isinstance(host, str) and host not in hosts:
             near = difflib.get_close_matches(host, list(hosts), n=1, cutoff=0.5)
             add(("routers", name, "host"), f"unknown host '{host}'" + (f" — did you mean '{near[0]}'?" if near else ""))
-        for i, pn in enumerate(r.get("presets") if isinstance(r.get("presets"), list) else []):
+        for i, pn in enumerate(v if isinstance(v := r.get("presets"), list) else []):
             if not isinstance(pn, str):
                 continue
             if pn not in presets:
@@ -96,7 +96,7 @@ def _preset_ports(p: dict[str, Any]) -> list[int]:
         return [x for x in port if isinstance(x, int) and not isinstance(x, bool)]
     if not isinstance(port, int) or isinstance(port, bool):
         return []
-    gpus = p.get("gpus") if isinstance(p.get("gpus"), list) else []
+    gpus = v if isinstance(v := p.get("gpus"), list) else []
     tp = p.get("tp") or len(gpus) or 1
     n = len(gpus) // tp if isinstance(tp, int) and tp > 0 and gpus else 1
     return [port + i for i in range(max(n, 1))]

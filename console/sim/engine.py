@@ -111,7 +111,7 @@ class Engine:
         return f"#token: {used}, token usage: {u:.2f}, " if decode else f"token usage: {u:.2f}, "
 
     def _admit(self) -> list[Request]:
-        new = []
+        new: list[Request] = []
         budget = self.max_tokens - sum(r.prompt_tokens + r.max_new_tokens for r in self.running)
         while self.waiting and len(self.running) + len(new) < self.max_running:
             r = self.waiting[0]

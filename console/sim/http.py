@@ -178,12 +178,12 @@ class App:
         prompt = len(ids) if ids else count_tokens(text if isinstance(text, str) else " ".join(text))
         req = self._new_request(prompt, body.get("sampling_params") or {}, False)
         t0 = time.perf_counter()
-        out, ids_out = "", []
+        out, ids_out = "", list[int]()
 
         def payload() -> dict[str, Any]:
             fin = None if req.finish is None else ({"type": "length", "length": req.generated}
                                                     if req.finish == "length" else {"type": "stop", "matched": 151645})
-            meta = {"id": req.rid, "finish_reason": fin, "prompt_tokens": prompt, "weight_version": "default",
+            meta: dict[str, object] = {"id": req.rid, "finish_reason": fin, "prompt_tokens": prompt, "weight_version": "default",
                     "total_retractions": 0, "reasoning_tokens": 0, "completion_tokens": req.generated,
                     "cached_tokens": 0}
             if req.finish:

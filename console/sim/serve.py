@@ -7,11 +7,13 @@ uvicorn is used as SGLang uses it, so `Uvicorn running on`, access lines and the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import math
 import os
 import signal
 import sys
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -41,10 +43,9 @@ def logging_config() -> dict[str, Any]:
 class _Uvicorn(uvicorn.Server):
     """uvicorn without its own signal handlers: SGLang installs its own SIGTERM/SIGQUIT handling."""
 
-    def capture_signals(self):  # type: ignore[override]
-        import contextlib
-
-        return contextlib.nullcontext()
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
 
 
 def _accept_len(a: Any) -> tuple[float, int]:

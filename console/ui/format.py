@@ -10,8 +10,8 @@ from console.sglang.phase import LABELS, STARTING_PHASES
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 
-PHASE_WORDS = LABELS
-"""Phase -> words (`loading weights`); one table, console/sglang/phase.py's."""
+PHASE_WORDS: dict[str, str] = {p.value: words for p, words in LABELS.items()}
+"""Phase -> words (`loading weights`), from console/sglang/phase.py's one table; a Phase or its value looks up."""
 STARTING = STARTING_PHASES
 
 
