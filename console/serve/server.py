@@ -99,7 +99,7 @@ class ConsoleServer(Server):
         return app
 
     # -- pages and sessions ---------------------------------------------------------------------
-    async def handle_index(self, request: web.Request) -> web.Response:  # type: ignore[override]
+    async def handle_index(self, request: web.Request) -> web.Response:
         """textual-serve's page, with URLs relative to the host the browser used."""
         base = f"{request.scheme}://{request.host}"
         ws = ("wss://" if request.secure else "ws://") + request.host + str(request.app.router["websocket"].url_for())
@@ -120,8 +120,12 @@ class ConsoleServer(Server):
         width = to_int(request.query.get("width", "80"), 80)
         height = to_int(request.query.get("height", "24"), 24)
         await websocket.prepare(request)
+
+        async def close() -> None:
+            await websocket.close()
+
         service = AppService(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                             close=websocket.close, download_manager=self.download_manager, debug=self.debug)
+                             close=close, download_manager=self.download_manager, debug=self.debug)
         self.sessions[service] = websocket
         try:
             await service.start(width, height)
