@@ -78,15 +78,22 @@ def plan_router(fleet: Fleet, name: str, stamp: str, workers: list[str] | None =
                       cmd)
 
 
-def start_script(plan: RouterPlan, started_at: float) -> str:
-    """The launch: meta.json first (what runs, where it logs), then the router, then its pid file."""
+def start_script(plan: RouterPlan, started_at: float, env: dict[str, str] | None = None) -> str:
+    """The launch: meta.json first (what runs, where it logs), then the router, whose session leader writes its
+    own pid (`$$`) before it execs: `setsid` forks when it is a group leader, so `$!` need not be the session."""
     d = shell_path(plan.state_dir)
     meta = json.dumps({"name": plan.name, "host": plan.host, "port": plan.port, "metrics_port": plan.metrics_port,
                        "argv": list(plan.argv), "workers": list(plan.workers), "log_path": plan.log_path,
                        "started_at": started_at})
-    return (f"mkdir -p {d} && printf '%s\\n' {shlex.quote(meta)} > {d}/meta.json.tmp && mv {d}/meta.json.tmp "
-            f"{d}/meta.json && rm -f {d}/pid && {{ {plan.command.removesuffix(' & echo $!')} & }} && "
-            f"echo $! > {d}/pid && cat {d}/pid")
+    env_words = [f"{k}={v}" for k, v in (env or {}).items()]
+    run = " ".join(["exec", "nohup", *(["env", shlex.join(env_words)] if env_words else []), _py(plan.argv[0]),
+                    shlex.join(plan.argv[1:])])
+    inner = f"echo $$ > {d}/pid.tmp && mv {d}/pid.tmp {d}/pid && {run}"
+    log_dir = plan.log_path.rsplit("/", 1)[0]
+    return (f"mkdir -p {d} {shell_path(log_dir)} && printf '%s\\n' {shlex.quote(meta)} > {d}/meta.json.tmp && "
+            f"mv {d}/meta.json.tmp {d}/meta.json && rm -f {d}/pid && "
+            f"{{ setsid sh -c {shlex.quote(inner)} > {shell_path(plan.log_path)} 2>&1 < /dev/null & }}; "
+            f"i=0; while [ ! -f {d}/pid ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; cat {d}/pid")
 
 
 def status_script(dir_: str) -> str:
@@ -101,9 +108,11 @@ def stop_script(dir_: str, grace_s: int = STOP_GRACE_S) -> str:
     """SIGTERM to the router's process group, SIGKILL after `grace_s`; prints `stopped PID` or `none`."""
     d = shell_path(dir_)
     alive = "ps -o stat= -s \"$pid\" 2>/dev/null | grep -qv '^Z'"
-    return (f"[ -f {d}/pid ] || {{ echo none; exit 0; }}; pid=$(cat {d}/pid); kill -TERM -- -\"$pid\" 2>/dev/null; "
+    # `kill -SIG -PGID`, never `kill -- -PGID`: dash's kill takes no `--` (it failed, and the router lived on)
+    return (f"[ -f {d}/pid ] || {{ echo none; exit 0; }}; pid=$(cat {d}/pid); kill -TERM -\"$pid\" 2>/dev/null; "
             f"i=0; while {alive} && [ $i -lt {grace_s * 10} ]; do sleep 0.1; i=$((i+1)); done; "
-            f"{alive} && kill -KILL -- -\"$pid\" 2>/dev/null; rm -f {d}/pid; echo \"stopped $pid\"")
+            f"if {alive}; then kill -KILL -\"$pid\" 2>/dev/null; i=0; while {alive} && [ $i -lt 30 ]; do sleep 0.1; "
+            f"i=$((i+1)); done; fi; if {alive}; then echo \"alive $pid\"; exit 1; fi; rm -f {d}/pid; echo \"stopped $pid\"")
 
 
 def log_tail_script(path: str, max_bytes: int = 8192) -> str:
@@ -136,7 +145,7 @@ def parse_status(out: str) -> ProcessReport:
                 pid = None
         elif ln.startswith("proc "):
             stat, _, args = ln[5:].strip().partition(" ")
-            if not stat.startswith("Z") and "sglang_router" in args:
+            if not stat.startswith("Z") and ("sglang::router" in args or "sglang_router" in args):
                 alive = True
         elif ln == "meta":
             from console import hostjson

@@ -247,7 +247,8 @@ class RouterManager:
         plan = rc.plan_router(self.fleet, name, dt.datetime.now().strftime("%Y%m%d-%H%M%S"), ready)
         self._set(replace(v, phase="starting", error=None, log_path=plan.log_path, workers=()))
         try:
-            r = await self.ctl.links[spec.host].run(rc.start_script(plan, time.time()), timeout=30)
+            r = await self.ctl.links[spec.host].run(rc.start_script(plan, time.time(),
+                                                                    self.fleet.hosts[spec.host].env), timeout=30)
         except TransportError as e:
             return ActionOutcome(False, f"router {name}: {e}")
         if not r.ok:

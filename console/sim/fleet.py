@@ -65,8 +65,8 @@ def hosts_toml(dirs: dict[str, Path], specs: dict[str, SimHostSpec]) -> str:
                 f"[presets.qwen36-bench{sfx}]", f'description = "Qwen3.6-27B on {bw} GPU 0 only, for concurrency sweeps"',
                 f'host = "{bw}"', "gpus = [0]", f"model = {_q(str(d / 'models/Qwen3.6-27B'))}", f"port = {base}",
                 'bind = "0.0.0.0"', f"args = {_arr(_ARGS_GEN)}", "",
-                f"[routers.gen{sfx}]", f'description = "SGLang router over the qwen36-gen{sfx} replicas: one endpoint"',
-                f'host = "{bw}"', f'presets = ["qwen36-gen{sfx}"]', f"port = {base + 80}", 'policy = "round_robin"', ""]
+                f"[routers.gen{sfx}]", f'description = "SGLang router over the Qwen3.6-27B replicas on {bw} (qwen36-gen{sfx}, qwen36-bench{sfx})"',
+                f'host = "{bw}"', f'presets = ["qwen36-gen{sfx}", "qwen36-bench{sfx}"]', f"port = {base + 80}", 'policy = "round_robin"', ""]
     return "\n".join(out)
 
 

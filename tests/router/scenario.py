@@ -18,10 +18,10 @@ from console.config import load_fleet
 from console.fleet.controller import FleetController
 from console.fleet.journal import Journal
 from console.router.manager import RouterManager
+from console.sglang.bench import BenchSpec, LoadGenerator
 from console.sim.control import inject
 from console.sim.fleet import build_host, sim_down
 from console.sim.spec import PRESET_SPECS
-from console.sglang.bench import BenchSpec, LoadGenerator
 
 ROUTER = "lb"
 PRESET = "gen"

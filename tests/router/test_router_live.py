@@ -20,6 +20,14 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("sglang_router") is Non
                                 reason="sglang-router is a dev dependency (uv sync)")
 
 
+def _router_alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 @pytest.fixture
 def root():
     d = Path(tempfile.mkdtemp(prefix="dfc-router-", dir="/tmp"))
@@ -72,9 +80,11 @@ async def test_router_up_chat_crash_under_load_relaunch_down(root: Path, monkeyp
         finally:
             watch.cancel()
 
+        pid = rig.mgr.views[ROUTER].pid
         out = await rig.mgr.down(ROUTER)
         assert out.ok, out.message
         assert rig.mgr.views[ROUTER].phase == "stopped"
+        assert pid and not _router_alive(pid), f"router pid {pid} still runs after down"
         assert (await rig.mgr.down(ROUTER)).message.endswith("already stopped")
     finally:
         await rig.close()

@@ -119,8 +119,8 @@ class RouterBand(Static, can_focus=True):
         if mgr is None or self.router not in mgr.views:
             return
         v = mgr.views[self.router]
-        workers = [(w.url, mgr.replica_of(self.router, w.url), w.healthy, w.load, v.worker_rps.get(w.url))
-                   for w in sorted(v.workers, key=lambda w: w.url)]
+        workers = sorted(((w.url, mgr.replica_of(self.router, w.url), w.healthy, w.load, v.worker_rps.get(w.url))
+                          for w in v.workers), key=lambda w: (w[1] is None, w[1] or w[0]))
         listed = {w.url for w in v.workers}
         if v.phase != "running":  # what `l` would start it over
             workers = [(u, None, True, None, None) for u in mgr.ready_urls(self.router)]
