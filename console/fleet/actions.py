@@ -12,12 +12,12 @@ import datetime as dt
 import os
 import shlex
 import time
-from typing import TYPE_CHECKING
 
 from console import __version__
 from console.fleet import discovery, hostlock
 from console.fleet.api import ActionOutcome, LaunchPreview, PreCheck
 from console.fleet.events import ServerAction, ServerMeta, ServerSeen
+from console.fleet.hostops import HostOps
 from console.fleet.journal import mask, mask_argv, mask_env, remember_secrets
 from console.fleet.prechecks import GPU_BUSY_MIB, choose_ports, facts_command, parse_facts, port_owners, run_checks
 from console.gpu import nvsmi
@@ -26,9 +26,6 @@ from console.sglang.command import LaunchPlan, plan_launch, shell_path
 from console.sglang.lint import lint_preset
 from console.sglang.phase import Phase
 from console.transport.base import TransportError
-
-if TYPE_CHECKING:
-    from console.fleet.controller import FleetController
 
 STOP_DRAIN_S = 30.0
 STOP_KILL_WAIT_S = 10.0
@@ -41,7 +38,7 @@ def new_stamp() -> str:
     return dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
 
 
-async def preview(ctl: FleetController, preset_name: str, gpus: list[int] | None = None,
+async def preview(ctl: HostOps, preset_name: str, gpus: list[int] | None = None,
                   only: str | None = None) -> LaunchPreview:
     """Plans, lint findings and fresh pre-checks; `only` keeps one replica (restart)."""
     if preset_name not in ctl.fleet.presets:
@@ -80,7 +77,7 @@ def refusal(pv: LaunchPreview) -> str:
     return "refused: " + "; ".join(errs)
 
 
-async def launch(ctl: FleetController, preset_name: str, gpus: list[int] | None = None, *, wait: bool = False,
+async def launch(ctl: HostOps, preset_name: str, gpus: list[int] | None = None, *, wait: bool = False,
                  only: str | None = None) -> ActionOutcome:
     """Pre-check, then start every replica detached; `only` restricts to one replica name (restart)."""
     if ctl.read_only:
@@ -112,7 +109,7 @@ async def launch(ctl: FleetController, preset_name: str, gpus: list[int] | None 
     return ActionOutcome(True, f"launched {', '.join(started)}", started)
 
 
-async def _locked_launch(ctl: FleetController, preset_name: str, gpus: list[int] | None, only: str | None,
+async def _locked_launch(ctl: HostOps, preset_name: str, gpus: list[int] | None, only: str | None,
                          lock: hostlock.HeldLock) -> ActionOutcome:
     """Pre-checks then start every replica, under the host's lock; ok with the servers started."""
     pv = await preview(ctl, preset_name, gpus, only)
@@ -142,7 +139,7 @@ def _secret_args(plan: LaunchPlan) -> dict[str, str]:
     return out
 
 
-async def _start(ctl: FleetController, plan: LaunchPlan, lock: hostlock.HeldLock) -> tuple[bool, str]:
+async def _start(ctl: HostOps, plan: LaunchPlan, lock: hostlock.HeldLock) -> tuple[bool, str]:
     """One remote command: secrets over stdin (0600 files), the gated server, then meta.json (see launchscript)."""
     secret_args = _secret_args(plan)
     plan = dataclasses.replace(plan, secret_args=secret_args)  # the script passes --config only for these
@@ -167,7 +164,7 @@ async def _start(ctl: FleetController, plan: LaunchPlan, lock: hostlock.HeldLock
         in_flight.discard(r.port)
 
 
-async def _run_launch(ctl: FleetController, plan: LaunchPlan, script: str, stdin: str,
+async def _run_launch(ctl: HostOps, plan: LaunchPlan, script: str, stdin: str,
                       meta: ServerMeta) -> tuple[bool, str]:
     r = plan.replica
     link = ctl.links[r.host]
@@ -197,7 +194,7 @@ async def _run_launch(ctl: FleetController, plan: LaunchPlan, script: str, stdin
     return True, f"launched {r.name} (pid {pid})"
 
 
-async def wait_ready(ctl: FleetController, name: str, timeout: float) -> tuple[bool, str]:
+async def wait_ready(ctl: HostOps, name: str, timeout: float) -> tuple[bool, str]:
     """Ready = the log says so and /health answered 200; fails fast on a crash."""
     deadline = time.monotonic() + timeout
     s0 = ctl.state.servers.get(name)
@@ -219,7 +216,7 @@ async def wait_ready(ctl: FleetController, name: str, timeout: float) -> tuple[b
     return False, f"{name} not ready after {timeout:g} s"
 
 
-async def stop(ctl: FleetController, name: str) -> ActionOutcome:
+async def stop(ctl: HostOps, name: str) -> ActionOutcome:
     if ctl.read_only:
         return ActionOutcome(False, "read-only console: stop refused")
     s = ctl.state.servers.get(name)
@@ -252,7 +249,7 @@ async def stop(ctl: FleetController, name: str) -> ActionOutcome:
     return ActionOutcome(free, f"stopped {name}; {msg}", [name])
 
 
-async def confirm_gpus_free(ctl: FleetController, meta: ServerMeta) -> tuple[bool, str]:
+async def confirm_gpus_free(ctl: HostOps, meta: ServerMeta) -> tuple[bool, str]:
     link = ctl.links[meta.host]
     gpu_q = shlex.join(["nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv,noheader,nounits"])
     cmd = f'{gpu_q}; echo "==> apps"; {nvsmi.query_apps_command()}'
@@ -283,7 +280,7 @@ async def confirm_gpus_free(ctl: FleetController, meta: ServerMeta) -> tuple[boo
         await asyncio.sleep(1)
 
 
-async def restart(ctl: FleetController, name: str) -> ActionOutcome:
+async def restart(ctl: HostOps, name: str) -> ActionOutcome:
     """Stop if running, then launch the same preset on the same GPUs (the old log is kept)."""
     if ctl.read_only:
         return ActionOutcome(False, "read-only console: restart refused")

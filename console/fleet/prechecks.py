@@ -9,21 +9,18 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from console import hostjson
 from console.config import Host
 from console.fleet import discovery
 from console.fleet.api import PreCheck
 from console.fleet.events import ProcInfo, ServerMeta
+from console.fleet.hostops import FleetView
 from console.fleet.journal import mask
 from console.fleet.monitor import parse_ps
 from console.gpu import nvsmi
 from console.gpu.readings import ComputeApp
 from console.sglang.command import LaunchPlan, shell_path
-
-if TYPE_CHECKING:
-    from console.fleet.controller import FleetController
 
 GPU_BUSY_MIB = 1024
 """A GPU using more than this (with no compute app listed) is not free."""
@@ -77,7 +74,7 @@ def parse_proc_net_tcp(text: str) -> set[int]:
     return ports
 
 
-def port_owners(ctl: FleetController, host: str, metas: list[ServerMeta]) -> dict[int, str]:
+def port_owners(ctl: FleetView, host: str, metas: list[ServerMeta]) -> dict[int, str]:
     """Port -> server, for every live server known on the host (loading ones included, which may not
     listen yet, and external ones): a port is taken from its launch on, not from its bind."""
     owners = {m.port: m.name for m in metas if m.port is not None}
@@ -178,7 +175,7 @@ def parse_facts(text: str, host_name: str) -> HostFacts:
     return f
 
 
-def describe_pid(ctl: FleetController, host: str, pid: int, procs: list[ProcInfo]) -> str:
+def describe_pid(ctl: FleetView, host: str, pid: int, procs: list[ProcInfo]) -> str:
     """`pid 4242 `python -m sglang...` (preset qwen36-gen)` — who holds a GPU or port."""
     by_pid = {p.pid: p for p in procs}
     p = by_pid.get(pid)
@@ -194,7 +191,7 @@ def describe_pid(ctl: FleetController, host: str, pid: int, procs: list[ProcInfo
     return f"pid {pid} `{args}`{owner}"
 
 
-def run_checks(ctl: FleetController, preset_name: str, plans: list[LaunchPlan], f: HostFacts) -> list[PreCheck]:
+def run_checks(ctl: FleetView, preset_name: str, plans: list[LaunchPlan], f: HostFacts) -> list[PreCheck]:
     preset = ctl.fleet.presets[preset_name]
     host = preset.host
     checks: list[PreCheck] = []
