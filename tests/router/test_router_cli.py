@@ -1,0 +1,65 @@
+"""`dflash-console router …`, `check`, `probe router:NAME` and `bench router:NAME` as real processes on a local
+sim host, with the real sglang-router."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from console.sim.fleet import sim_down
+from tests.router.scenario import rig_toml
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("sglang_router") is None,
+                                reason="sglang-router is a dev dependency (uv sync)")
+
+
+def run(hosts: Path, *args: str, state: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DFLASH_STATE_DIR": str(state)}
+    return subprocess.run([sys.executable, "-m", "console", "--hosts", str(hosts), *args], capture_output=True,
+                          text=True, timeout=180, cwd=REPO, env=env)
+
+
+def test_router_cli_on_a_local_sim_host():
+    root = Path(tempfile.mkdtemp(prefix="dfc-router-cli-", dir="/tmp"))
+    hosts = rig_toml(root, 2)
+    st = root / "state"
+    try:
+        r = run(hosts, "check", state=st)
+        assert r.returncode == 0, r.stderr
+        assert "router lb (host bw" in r.stdout and "-m sglang_router.launch_router" in r.stdout
+        r = run(hosts, "router", "up", "lbb", state=st)
+        assert r.returncode == 2 and "no router 'lbb'; did you mean 'lb'?" in r.stderr
+        r = run(hosts, "router", "status", "lb", state=st)
+        assert r.returncode == 0 and ": stopped" in r.stdout
+        assert run(hosts, "launch", "gen", "--wait", state=st).returncode == 0
+        r = run(hosts, "router", "up", "lb", state=st)
+        assert r.returncode == 0, r.stderr
+        assert "router lb is up on bw:" in r.stdout and "with 2 workers" in r.stdout
+        r = run(hosts, "router", "up", "lb", state=st)
+        assert r.returncode == 1 and "already running" in r.stderr
+        r = run(hosts, "router", "status", "lb", state=st)
+        assert r.returncode == 0 and "running" in r.stdout and "workers 2/2 healthy" in r.stdout, r.stdout
+        assert r.stdout.count("healthy  load") == 2 and "gen@bw:gpu0" in r.stdout and "gen@bw:gpu1" in r.stdout
+        r = run(hosts, "probe", "router:lb", state=st)
+        assert r.returncode == 0 and "ready (HTTP 200" in r.stdout and "answer" in r.stdout, r.stdout + r.stderr
+        r = run(hosts, "bench", "router:lb", "--concurrency", "2", "--num-prompts", "10", "--input-len", "16",
+                "--output-len", "16", state=st)
+        assert r.returncode == 0, r.stderr
+        assert "bench router:lb" in r.stdout
+        row = next(ln for ln in r.stdout.splitlines() if ln.startswith("2 "))
+        assert row.split()[1] == "10" and row.split()[-1] == "0"  # 10 requests, 0 errors
+        r = run(hosts, "router", "sync", "lb", state=st)
+        assert r.returncode == 0 and "workers already match the 2 serving replicas" in r.stdout
+        r = run(hosts, "router", "down", "lb", state=st)
+        assert r.returncode == 0 and "router lb stopped" in r.stdout
+        r = run(hosts, "router", "down", "lb", state=st)
+        assert r.returncode == 0 and "already stopped" in r.stdout
+    finally:
+        sim_down(root)
