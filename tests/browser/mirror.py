@@ -24,6 +24,8 @@ class TerminalMirror:
         self.stream = pyte.ByteStream(self.screen)
         self.sockets: list[WebSocket] = []
         self.bytes_in = 0
+        self.paused = False
+        """While True frames are counted but not fed (a benchmark feeds them itself, after stamping them)."""
         page.on("websocket", self._on_socket)
 
     def _on_socket(self, ws: WebSocket) -> None:
@@ -39,7 +41,8 @@ class TerminalMirror:
     def _received(self, payload: str | bytes) -> None:
         if isinstance(payload, bytes):
             self.bytes_in += len(payload)
-            self.stream.feed(payload)
+            if not self.paused:
+                self.stream.feed(payload)
 
     def _sent(self, payload: str | bytes) -> None:
         if isinstance(payload, str) and payload.startswith('["resize"'):
@@ -49,7 +52,7 @@ class TerminalMirror:
     def text(self) -> str:
         return "\n".join(line.rstrip() for line in self.screen.display)
 
-    def wait_for(self, *needles: str, timeout: float = 10.0) -> str:
+    def wait_for(self, *needles: str, timeout: float = 10.0, poll_ms: float = 100) -> str:
         """The screen once every needle is on it (events arrive while Playwright waits)."""
         deadline = time.monotonic() + patient(timeout)
         while True:
@@ -59,12 +62,12 @@ class TerminalMirror:
             if time.monotonic() > deadline:
                 missing = [n for n in needles if n not in text]
                 raise AssertionError(f"not on the browser's screen: {missing!r}; screen:\n{text}")
-            self.page.wait_for_timeout(100)
+            self.page.wait_for_timeout(poll_ms)
 
-    def wait_gone(self, needle: str, timeout: float = 10.0) -> str:
+    def wait_gone(self, needle: str, timeout: float = 10.0, poll_ms: float = 100) -> str:
         deadline = time.monotonic() + patient(timeout)
         while needle in (text := self.text()):
             if time.monotonic() > deadline:
                 raise AssertionError(f"still on the browser's screen: {needle!r}; screen:\n{text}")
-            self.page.wait_for_timeout(100)
+            self.page.wait_for_timeout(poll_ms)
         return text
