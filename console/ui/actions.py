@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +110,8 @@ class ActionsMixin:
             url = await api.server_url(name)
             report = await backend.probe(url, self.api_key_for(name))
             self.last_probe = report
+            when = time.strftime("%H:%M:%S", time.localtime(self.now()))
+            self.last_probe_line = f"{name} {'✓' if report.ok else '✖'} {report.summary} ({when})"
             return report.ok, report.summary
 
         self._run("probe", name, go)

@@ -70,6 +70,8 @@ class DflashApp(ActionsMixin, App[int]):
         self.bench_runner: Callable[[DflashApp, str], None] | None = None
         """Installed by the bench feature; `b` calls it with the selected server."""
         self.last_probe: ProbeReport | None = None
+        self.last_probe_line = ""
+        """`NAME ✓ health 200 · … (14:03:05)`: the last probe's result, kept on screen (top bar, log bar)."""
         self.status_line = "" if api is not None else "connecting…"
         self._empty = FleetState()
         self._phases: dict[str, Phase] = {}

@@ -26,6 +26,8 @@ SEMANTIC_DEFAULTS: dict[str, str] = {
     "stale": "#6C6C6C",
     "external": "#AF87FF",
     "vram-bar": "#5FAFD7",
+    "util-bar": "#D787D7",
+    "pane-free": "#5A606B",
 }
 """Semantic colours every theme may override in its [variables] table; also the CSS defaults."""
 

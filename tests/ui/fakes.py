@@ -147,6 +147,8 @@ def scenario(*, crashed: bool = True, stale_host: str | None = None, eight: bool
     evs += [ProcessSample("blackwell", NOW - 1, (ComputeApp(6001, b[2].uuid, "python", 87_900),), ())]
     for ev in evs:
         st.apply(ev)
+    _history(st, "ct129", a, busy={0: 87, 1: 85})
+    _history(st, "blackwell", tuple(b), busy={0: 35, 2: 96}, loading={0})
     st.servers[serving.name].log = ScriptedLog(
         "serving", SERVING_LOG, gen_throughput=267.0, running=3, queued=0, token_usage=0.42,
         timeline={"launching": 3.1, "loading_weights": 8.4, "kv_cache": 1.2, "cuda_graph": 8.9, "warming": 1.0})
@@ -167,6 +169,28 @@ def scenario(*, crashed: bool = True, stale_host: str | None = None, eight: bool
         st.servers[glm.name].log.diagnosis = diag
         st.apply(ServerGone(glm.name, NOW - 50, exit_status=1))
     return st
+
+
+def _history(st: FleetState, host: str, readings: tuple[GpuReading, ...], busy: dict[int, int],
+             loading: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+    """Three minutes of deterministic 1 Hz samples before the current one, for the panes' history graphs."""
+    from console.fleet.state import GpuPoint
+
+    for r in readings:
+        g = st.host(host).gpus[r.index]
+        last = g.history.pop()
+        used, util = r.memory_used_mib or 0, busy.get(r.index, 0)
+        for i in range(180):
+            at = last.at - (180 - i)
+            if r.index in loading:  # weights arriving: VRAM climbs, the GPU barely works
+                pts = GpuPoint(at, int(used * i / 180), (i * 7) % 20)
+            elif util:
+                dip = 30 if i % 23 == 0 else 0
+                pts = GpuPoint(at, used if i > 20 else int(used * i / 20), max(0, util - (i * 13) % 17 - dip))
+            else:
+                pts = GpuPoint(at, used, 0)
+            g.history.append(pts)
+        g.history.append(last)
 
 
 class FakeApi:

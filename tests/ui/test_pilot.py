@@ -384,6 +384,11 @@ async def test_search_escape_closes_box_not_screen(make_app) -> None:  # type: i
         await pilot.pause()
         assert isinstance(app.screen, ServerScreen)
         assert not app.screen.query_one("#search").has_class("-show") and view.has_focus
+        assert "“uvicorn” 1/1 match" in str(app.screen.query_one("#logbar").render())  # kept on screen
+        await pilot.press("escape")  # the innermost thing left is the search itself: cleared, screen stays
+        await pilot.pause()
+        assert isinstance(app.screen, ServerScreen) and view.query_text == "" and not view.matches
+        assert "uvicorn" not in str(app.screen.query_one("#logbar").render())
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, FleetScreen)
@@ -403,11 +408,11 @@ async def test_off_screen_pane_waits_then_catches_up_when_scrolled_into_view(mak
         panes = {(p.host, p.gpu): p for p in app.screen.query(GpuPane)}
         last = panes[("blackwell", 7)]
         assert last not in visible_widgets(last)
-        drawn = last._drawn_key
+        drawn = last.view
         b = tuple(gpu(i, PRO6000, 556, 97_887, 77 if i == 7 else 0, 30, 21.0, 600) for i in range(8))
         api.emit(GpuSample("blackwell", NOW, b))
         await pilot.pause(SYNC_MIN_S + 0.1)
-        assert last.behind and last._drawn_key == drawn  # nothing built for a pane nobody sees
+        assert last.behind and last.view == drawn  # nothing built for a pane nobody sees
         last.focus()
         last.scroll_visible(animate=False)
         end = time.monotonic() + patient(2)  # the scroll lands at the next layout: later on a busy machine
@@ -415,7 +420,7 @@ async def test_off_screen_pane_waits_then_catches_up_when_scrolled_into_view(mak
             await pilot.pause(0.05)
         assert last in visible_widgets(last)
         assert not last.behind
-        assert "util  77%" in last.render().plain
+        assert " 77%  30°C" in last.render().plain
 
 
 async def test_telemetry_for_one_host_repaints_only_that_hosts_band(make_app) -> None:  # type: ignore[no-untyped-def]
@@ -440,4 +445,4 @@ async def test_telemetry_for_one_host_repaints_only_that_hosts_band(make_app) ->
         api.emit(GpuSample("ct129", NOW, a))
         app._sync_screens()  # the coalesced sync that event triggers (the 1 s tick would sync everything)
         assert synced and {h for h, _ in synced} == {"ct129"}
-        assert "util  12%" in panes[("ct129", 0)].render().plain
+        assert " 12%  71°C" in panes[("ct129", 0)].render().plain

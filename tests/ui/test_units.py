@@ -1,4 +1,4 @@
-"""Pure UI helpers: fixed-range sparklines, sizes, grid flow, log filter/search/traceback, theme files."""
+"""Pure UI helpers: fixed-range sparklines, sizes, log filter/search/traceback, theme files."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from console.ui import format as fmt
 from console.ui.logsearch import filter_rows, find_matches, find_traceback, level_of
 from console.ui.screens.launch import launch_gpus, matching_presets
 from console.ui.themes import BUILTIN_DIR, SEMANTIC_DEFAULTS, load_themes, theme_from_toml
-from console.ui.widgets.host_band import grid_columns, pane_height
 from tests.ui.fakes import CRASH_LOG, demo_fleet
 
 
@@ -25,16 +24,6 @@ def test_sparkline_is_fixed_range_not_min_max() -> None:
 def test_sparkline_rows_stack() -> None:
     rows = fmt.sparkline_rows([0, 50, 100], 3, 2, top=100)
     assert rows == ["  █", " ██"]
-
-
-@pytest.mark.parametrize(("n", "width", "cols"), [(2, 80, 2), (4, 80, 2), (8, 200, 4), (8, 80, 2), (1, 200, 1),
-                                                   (6, 200, 3), (5, 200, 5), (4, 30, 1)])
-def test_grid_columns_balance(n: int, width: int, cols: int) -> None:
-    assert grid_columns(width, n) == cols
-
-
-def test_pane_height_by_terminal() -> None:
-    assert (pane_height(24), pane_height(36), pane_height(60)) == (7, 8, 11)
 
 
 def test_sizes_and_ages() -> None:
@@ -127,19 +116,6 @@ def test_escape_wait_follows_the_parser_not_the_idle_poll() -> None:
     assert next_wait(105.0, 100.0) == POLL_S
 
 
-def test_pane_row_keys_split_text_and_styles_by_row() -> None:
-    from textual.content import Content
-
-    from console.ui.widgets.gpu_pane import _row_keys
-
-    c = Content("\n").join([Content.styled("ab", "bold"), Content("cd"), Content.styled("ef", "red")])
-    rows = _row_keys((c.plain, tuple(c.spans), None))
-    assert [r[0] for r in rows] == ["ab", "cd", "ef"]
-    assert rows[0][1] == ((0, 2, "bold"),) and rows[1][1] == () and rows[2][1] == ((0, 2, "red"),)
-    whole = c.stylize("dim")  # a style over every row (a stale pane) changes every row's key
-    assert all(any(s[2] == "dim" for s in r[1]) for r in _row_keys((whole.plain, tuple(whole.spans), None)))
-
-
 def test_event_host_names_the_host_of_every_kind_of_event() -> None:
     from console.fleet.events import GpuSample, HealthResult, LogData, ServerRemoved, ServerSeen, event_host
     from console.fleet.state import FleetState
@@ -153,30 +129,3 @@ def test_event_host_names_the_host_of_every_kind_of_event() -> None:
     assert event_host(LogData(m.name, 1.0, "/x.log", 0, b"x\n"), st) == "b"
     assert event_host(HealthResult(m.name, 1.0, "ok"), st) == "b"
     assert event_host(ServerRemoved("gone-already", 1.0), st) is None  # unknown: the app redraws everything
-
-
-def test_log_view_key_ignores_access_log_noise_but_not_batch_lines() -> None:
-    from console.fleet.events import LogData, ServerSeen
-    from console.fleet.state import FleetState
-    from console.ui.widgets.gpu_pane import log_view_key
-    from tests.ui.fakes import SERVING_LOG, meta
-
-    st = FleetState(["a"])
-    m = meta("p", "a", (0,), 30000, pid=1, sid=1)
-    st.apply(ServerSeen(m, 1.0))
-    path = m.log_path
-    off = 0
-
-    def feed(text: str) -> None:
-        nonlocal off
-        data = text.encode()
-        st.apply(LogData(m.name, 2.0, path, off, data))
-        off += len(data)
-
-    feed("".join(line + "\n" for line in SERVING_LOG))
-    srv = st.servers[m.name]
-    k0 = log_view_key(srv)
-    feed("[2026-12-01 14:05:00] INFO: 127.0.0.1:5000 - \"GET /health HTTP/1.1\" 200 OK\n" * 50)
-    assert log_view_key(srv) == k0  # access-log noise: the pane has nothing to redraw
-    feed(SERVING_LOG[-1] + "\n")  # another decode batch line: new throughput and load figures
-    assert log_view_key(srv) != k0

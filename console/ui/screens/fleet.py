@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
+from textual.events import Key
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Input, Static
 
 from console.fleet.state import ServerState
 from console.ui import format as fmt
 from console.ui.actions import MUTATING
 from console.ui.bindings import refresh_bindings_if_changed
+from console.ui.layout import FleetLayout, fleet_layout
+from console.ui.views import pane_matches, pane_view
 from console.ui.visibility import update_row, visible_widgets
 from console.ui.widgets.activity import ActivityLog
 from console.ui.widgets.gpu_pane import GpuPane
@@ -34,6 +37,12 @@ class HostList(VerticalScroll, can_focus=False, inherit_bindings=False):
         visible = visible_widgets(self)
         for band in self.query(HostBand):
             band.catch_up(visible)
+
+
+class Shelf(Horizontal):
+    """One row of host bands side by side (console/ui/layout.py decides which hosts share it)."""
+
+    DEFAULT_CSS = "Shelf { height: auto; }"
 
 
 SERVER_ACTIONS = {"relaunch", "stop", "probe", "details", "bench"}
@@ -91,18 +100,25 @@ class ServerKeys:
 
 
 class FleetScreen(ServerKeys, Screen):
-    """The first screen: one band per host, one pane per GPU."""
+    """The first screen: host bands flowed into shelves that fill the terminal, one pane per GPU."""
 
     BINDINGS = [
         Binding("l", "launch", "Launch", id="launch", tooltip="Pick a preset for the selected GPU(s)."),
         *ServerKeys.SERVER_BINDINGS,
         Binding("enter", "details", "Details", id="details", tooltip="Log, timeline and command of the server."),
+        Binding("slash", "filter", "Filter", id="fleet-filter",
+                tooltip="Show only GPUs whose host, preset, server or phase match (esc clears)."),
         Binding("space", "mark", "Mark", id="mark", show=False, tooltip="Mark GPUs for a multi-GPU launch."),
         Binding("left,h", "move(-1, 0)", "←", id="left", show=False, tooltip="Select the GPU to the left."),
         Binding("right", "move(1, 0)", "→", id="right", show=False, tooltip="Select the GPU to the right."),
         Binding("up,k", "move(0, -1)", "↑", id="up", show=False, tooltip="Select the GPU above."),
         Binding("down,j", "move(0, 1)", "↓", id="down", show=False, tooltip="Select the GPU below."),
     ]
+    DEFAULT_CSS = """
+    FleetScreen #fleet-filter { dock: bottom; display: none; height: 3; }
+    FleetScreen #fleet-filter.-show { display: block; }
+    FleetScreen ActivityLog.-none { display: none; }
+    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -111,7 +127,12 @@ class FleetScreen(ServerKeys, Screen):
         self._box: HostList | None = None
         self._activity: ActivityLog | None = None
         self._bands: dict[str, HostBand] = {}
-        self._shape: tuple[int, ...] = ()
+        self._shelves: tuple[tuple[str, ...], ...] = ()
+        self.layout_now: FleetLayout | None = None
+        self.marks: set[tuple[str, int]] = set()
+        self.filter_text = ""
+        """The fleet filter (`/`): only GPUs whose views match every word are shown."""
+        self._shown: dict[str, tuple[int, ...]] = {}
 
     def compose(self) -> ComposeResult:
         self._topbar = Static("", id="topbar", markup=False)
@@ -120,6 +141,8 @@ class FleetScreen(ServerKeys, Screen):
         yield self._topbar
         yield self._box
         yield self._activity
+        yield Input(placeholder="filter GPUs: host, preset, server or phase words (enter: keep, esc: clear)",
+                    id="fleet-filter", disabled=True)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -132,58 +155,149 @@ class FleetScreen(ServerKeys, Screen):
         return names
 
     def sync(self) -> None:
-        """Adds bands for new hosts and re-syncs every band (cheap: off-screen panes wait, the rest only repaint)."""
+        """Lays the bands out again if needed and re-syncs every band (off-screen panes wait)."""
         self.sync_hosts(None)
+
+    def _shown_gpus(self) -> dict[str, tuple[int, ...]]:
+        """Per host, the GPUs the filter lets through (all of them without a filter)."""
+        app = self.app
+        st = app.state  # type: ignore[attr-defined]
+        out: dict[str, tuple[int, ...]] = {}
+        now = app.now()  # type: ignore[attr-defined]
+        for h in self.host_names():
+            gpus = tuple(sorted(st.host(h).gpus))
+            if self.filter_text:
+                gpus = tuple(g for g in gpus if pane_matches(pane_view(st, h, g, now), self.filter_text))
+            out[h] = gpus
+        return out
 
     def sync_hosts(self, hosts: set[str] | None) -> None:
         """Re-syncs the bands of `hosts` (None: all); the app passes the hosts that events touched."""
         if self._box is None or not self.children:
             return  # a tick before compose
-        box = self._box
-        new = [HostBand(h) for h in self.host_names() if h not in self._bands]
-        if new:
-            self._bands.update((b.host, b) for b in new)
-            box.mount_all(new)
-        shape = tuple(len(h.gpus) for h in self.app.state.hosts.values())  # type: ignore[attr-defined]
-        if shape != self._shape:  # a host's GPU count sets every band's grid columns
-            self._shape, hosts = shape, None
+        shown = self._shown_gpus()
+        if shown != self._shown:
+            self._shown, hosts = shown, None
+        names = [h for h in self.host_names() if not self.filter_text or shown[h]]
+        size = self.app.size
+        lay = fleet_layout(size.width, size.height, [(h, len(shown[h])) for h in names])
+        if lay != self.layout_now:
+            self.layout_now, hosts = lay, None
+            self._place(lay)
         visible = visible_widgets(self)
         for band in self._bands.values():
-            if band not in new and (hosts is None or band.host in hosts):
+            if hosts is None or band.host in hosts:
+                band.shown = shown.get(band.host, ())
                 band.sync(visible)
         self._sync_topbar()
         if self._activity is not None:
             self._activity.sync()
-        if self.selection is None and not isinstance(self.focused, (GpuPane, RouterBand)):  # a focused router band keeps focus
-            first = next((p for b in self._bands.values() for p in b.panes()), None)
-            if first is not None:
-                first.focus()
+        if not isinstance(self.focused, (GpuPane, RouterBand)):  # a focused router band keeps focus (issue 15)
+            self._refocus()
         refresh_bindings_if_changed(self)
+
+    def _place(self, lay: FleetLayout) -> None:
+        """Mounts the shelves the layout names (only when which hosts share a row changed) and sizes the bands."""
+        box = self._box
+        assert box is not None
+        shelves = tuple(tuple(b.host for b in s) for s in lay.shelves)
+        if shelves != self._shelves:
+            self._shelves = shelves
+            box.remove_children()
+            self._bands = {}
+            rows = []
+            for s in lay.shelves:
+                bands = [HostBand(b.host) for b in s]
+                for band in bands:
+                    band.marked = {g for h, g in self.marks if h == band.host}
+                    band.shown = self._shown.get(band.host, ())
+                    self._bands[band.host] = band
+                rows.append(Shelf(*bands))
+            box.mount_all(rows)
+            self.call_after_refresh(self._refocus)
+        for s in lay.shelves:
+            for b in s:
+                band = self._bands.get(b.host)
+                if band is not None:
+                    band.place(b, lay.pane_height)
+        if self._topbar is not None:
+            self._topbar.set_class(not lay.topbar, "-hidden")
+        if self._activity is not None:
+            self._activity.set_class(lay.activity_height == 0, "-none")  # else it takes the rows left (1fr)
+
+    def _refocus(self) -> None:
+        """Focus the selected GPU's pane again (after a re-layout), else the first pane."""
+        panes = [p for b in self._bands.values() for p in b.panes() if p.display]
+        want = next((p for p in panes if (p.host, p.gpu) == self.selection), None)
+        target = want or (panes[0] if panes else None)
+        if target is not None and self.focused is not target and not isinstance(self.focused, Input):
+            target.focus(scroll_visible=False)
 
     def _sync_topbar(self) -> None:
         app = self.app
         bar = self._topbar
         if bar is None:
             return
-        bar.set_class(app.size.height < 30, "-hidden")
         st = app.state  # type: ignore[attr-defined]
         gpus = sum(len(h.gpus) for h in st.hosts.values())
         counts = fmt.server_counts(s.phase for s in st.servers.values())
-        parts: list[tuple[str, str] | str] = [("dflash-console", "bold"), f"  {fmt.plural(len(st.hosts), 'host')} · "
+        parts: list[tuple[str, str] | str] = [("dflash-console", "bold"), " › fleet", f"   {fmt.plural(len(st.hosts), 'host')} · "
                                               f"{fmt.plural(gpus, 'GPU')} · {counts}"]
+        if self.filter_text:
+            n = sum(len(v) for v in self._shown.values())
+            parts.append((f"  filter “{fmt.clean(self.filter_text, 40)}”: {n} of {fmt.plural(gpus, 'GPU')} "
+                          "(/ edit · esc clear)", "bold reverse"))
         if app.read_only:  # type: ignore[attr-defined]
             parts.append(("  READ-ONLY ", "bold reverse"))
         if app.demo is not None:  # type: ignore[attr-defined]
             parts.append(("  demo (simulated fleet)", "italic"))
+        probe = getattr(app, "last_probe_line", "")
+        if probe:
+            parts.append("  probe: " + fmt.clean(probe, 120))
         if app.status_line:  # type: ignore[attr-defined]
             parts.append("  " + fmt.clean(app.status_line, 200))  # type: ignore[attr-defined]
         update_row(bar, Content.assemble(*parts))
 
     def on_resize(self) -> None:
-        for band in self.query(HostBand):
-            band.reflow()
-        for p in self.query(GpuPane):
-            p.sync()
+        self.sync()
+
+    # -- the fleet filter ------------------------------------------------------------------
+    def action_filter(self) -> None:
+        box = self.query_one("#fleet-filter", Input)
+        box.value = self.filter_text
+        box.disabled = False
+        box.add_class("-show")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "fleet-filter":
+            self.filter_text = event.value.strip()
+            self.sync()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "fleet-filter":
+            self._close_filter_box()
+
+    def _close_filter_box(self) -> None:
+        box = self.query_one("#fleet-filter", Input)
+        box.remove_class("-show")
+        box.disabled = True  # a hidden box must not take focus (or the keys the footer shows)
+        self._refocus()
+
+    def on_key(self, event: Key) -> None:
+        """Esc closes the innermost thing first: the filter box, then the filter itself."""
+        if event.key != "escape":
+            return
+        box = self.query_one("#fleet-filter", Input)
+        if box.has_class("-show"):
+            self.filter_text = ""
+            self._close_filter_box()
+            self.sync()
+            event.stop()
+        elif self.filter_text:
+            self.filter_text = ""
+            self.sync()
+            event.stop()
 
     # -- selection -----------------------------------------------------------------------
     def on_gpu_pane_selected(self, msg: GpuPane.Selected) -> None:
@@ -202,20 +316,25 @@ class FleetScreen(ServerKeys, Screen):
         return self.app.state.server_on_gpu(*self.selection)  # type: ignore[attr-defined]
 
     def marked_gpus(self, host: str) -> list[int]:
-        return sorted(p.gpu for p in self.query(GpuPane) if p.host == host and p.marked)
+        return sorted(g for h, g in self.marks if h == host)
 
     def action_mark(self) -> None:
-        if isinstance(self.focused, GpuPane):
-            pane = self.focused
-            for p in self.query(GpuPane):
-                if p.host != pane.host and p.marked:
-                    p.marked = False
+        if not isinstance(self.focused, GpuPane):
+            return
+        pane = self.focused
+        key = (pane.host, pane.gpu)
+        others = {m for m in self.marks if m[0] != pane.host}
+        self.marks -= others  # marks are one host's GPUs: a launch goes to one host
+        self.marks ^= {key}
+        for band in self._bands.values():
+            band.marked = {g for h, g in self.marks if h == band.host}
+            for p in band.panes():
+                if p.marked != ((p.host, p.gpu) in self.marks):
+                    p.marked = not p.marked
                     p.sync()
-            pane.marked = not pane.marked
-            pane.sync()
 
     def action_move(self, dx: int, dy: int) -> None:
-        panes = list(self.query("GpuPane, RouterBand"))
+        panes = [p for p in self.query("GpuPane, RouterBand") if p.display]
         cur = self.focused if isinstance(self.focused, (GpuPane, RouterBand)) else None  # ↑ reaches a router band
         if not panes:
             return

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
@@ -10,8 +9,9 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.events import Key
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
@@ -21,59 +21,50 @@ from console.ui import format as fmt
 from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.logsearch import find_traceback
 from console.ui.screens.fleet import ServerKeys
-from console.ui.widgets.gpu_pane import colours, phase_style, progress_text, server_label
+from console.ui.views import ServerPage, server_page
+from console.ui.widgets.gpu_pane import colours, spans
 from console.ui.widgets.log_view import LogView
 
-TIMELINE = ("launching", "loading_weights", "kv_cache", "cuda_graph", "warming")
 
-
-def timeline_table(srv: ServerState) -> Table:
+def timeline_table(rows: tuple[tuple[str, float | None, float | None], ...]) -> Table:
     """Seconds per startup phase for this launch and the previous one of the same preset."""
     t = Table(box=None, expand=True, pad_edge=False, show_edge=False)
     t.add_column("phase")
     t.add_column("now", justify="right")
     t.add_column("last", justify="right")
     t.add_column("Δ", justify="right")
-    cur, prev = srv.log.timeline, srv.previous_timeline
-    for p in TIMELINE:
-        a, b = cur.get(p), prev.get(p)
+    for p, a, b in rows:
         delta = Text("")
         if a is not None and b is not None:
             d = a - b
             delta = Text(f"{d:+.1f} s", style="red" if d > 0.5 else "green" if d < -0.5 else "")
         t.add_row(fmt.PHASE_WORDS[p], fmt.duration(a), fmt.duration(b), delta)
-    ta, tb = sum(cur.get(p, 0.0) for p in TIMELINE), sum(prev.get(p, 0.0) for p in TIMELINE)
-    t.add_row(Text("total", style="bold"), fmt.duration(ta if cur else None), fmt.duration(tb if prev else None),
-              Text(f"{ta - tb:+.1f} s") if cur and prev else Text(""))
+    has_a, has_b = any(a is not None for _, a, _ in rows), any(b is not None for _, _, b in rows)
+    ta, tb = sum(a or 0.0 for _, a, _ in rows), sum(b or 0.0 for _, _, b in rows)
+    t.add_row(Text("total", style="bold"), fmt.duration(ta if has_a else None), fmt.duration(tb if has_b else None),
+              Text(f"{ta - tb:+.1f} s") if has_a and has_b else Text(""))
     return t
-
-
-def fact_items(facts: object) -> list[tuple[str, object]]:
-    """The parser's facts (a dataclass or a dict) as (name, value) pairs, unknowns left out."""
-    if dataclasses.is_dataclass(facts) and not isinstance(facts, type):
-        pairs = [(f.name, getattr(facts, f.name)) for f in dataclasses.fields(facts)]
-    elif isinstance(facts, dict):
-        pairs = sorted(facts.items())
-    else:
-        pairs = []
-    return [(str(k), v) for k, v in pairs if v not in (None, "", [], {})]
-
 
 
 PULL_MIN_S = 0.03
 """New log lines reach the screen within one frame or so, but at most ~33 pulls a second."""
 
+
 class ServerScreen(ServerKeys, Screen):
     """Log on the left, facts on the right (below when narrow; `i` toggles them)."""
 
     BINDINGS = [
-        Binding("escape", "back", "Back", id="back", tooltip="Back to the fleet."),
+        Binding("escape", "back", "Back", id="back", tooltip="Close the search, then back to the fleet."),
         Binding("slash", "search", "Search", id="search", tooltip="Search the log (highlights, keeps context)."),
-        Binding("n", "next_match(1)", "Next", id="search-next", show=False),
-        Binding("N", "next_match(-1)", "Prev", id="search-prev", show=False),
+        Binding("n", "next_match(1)", "Next", id="search-next", show=False, tooltip="Next search match."),
+        Binding("N", "next_match(-1)", "Prev", id="search-prev", show=False, tooltip="Previous search match."),
         Binding("f", "toggle_filter", "Warn/err", id="filter", tooltip="Only warnings, errors and tracebacks."),
         Binding("x", "traceback", "Traceback", id="traceback", tooltip="Jump to the crash's traceback."),
         Binding("end,G", "follow", "Follow", id="follow", show=False, tooltip="Follow the log tail again."),
+        Binding("z", "toggle_wrap", "Wrap", id="wrap", show=False, tooltip="Wrap long log lines (or cut them)."),
+        Binding("o", "older_log", "Older log", id="older-log", show=False,
+                tooltip="View the previous launch's log (again: the one before; O: back to the current)."),
+        Binding("O", "current_log", "Current log", id="current-log", show=False, tooltip="Back to the current log."),
         Binding("y", "copy", "Copy", id="copy", show=False, tooltip="Copy the visible lines."),
         Binding("w", "save", "Save", id="save", show=False, tooltip="Save the shown lines to a file."),
         Binding("i", "toggle_info", "Info", id="info", tooltip="Show/hide timeline and command."),
@@ -85,7 +76,9 @@ class ServerScreen(ServerKeys, Screen):
                          display: none; }
     ServerScreen #diag.-show { display: block; }
     ServerScreen #body { height: 1fr; }
+    ServerScreen #logbox { width: 1fr; height: 1fr; }
     ServerScreen LogView { width: 1fr; height: 1fr; }
+    ServerScreen #logbar { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
     ServerScreen #side { width: 56; height: 1fr; border-left: solid $panel-lighten-2; padding: 0 1; }
     ServerScreen.-narrow #body { layout: vertical; }
     ServerScreen.-narrow #side { width: 1fr; height: 12; border-left: none; border-top: solid $panel-lighten-2; }
@@ -99,6 +92,12 @@ class ServerScreen(ServerKeys, Screen):
         super().__init__()
         self.server_name = name
         self.export_dir: Path | None = None
+        self.page: ServerPage | None = None
+        """The page drawn last: a sync that builds an equal one draws nothing (an idle screen stays still)."""
+        self.older: tuple[int, str, list[str]] | None = None
+        """Viewing a previous log: (how far back, its path, its lines); None: the live one."""
+        self._bar: tuple[object, ...] | None = None
+        self._matches: tuple[str, int] | None = None
 
     def current_server(self) -> ServerState | None:
         return self.app.state.servers.get(self.server_name)  # type: ignore[attr-defined]
@@ -108,6 +107,8 @@ class ServerScreen(ServerKeys, Screen):
         return s.meta.host if s else None
 
     def _source(self) -> tuple[list[str] | object, int]:
+        if self.older is not None:
+            return self.older[2], len(self.older[2])
         s = self.current_server()
         if s is None:
             return [], 0
@@ -117,7 +118,9 @@ class ServerScreen(ServerKeys, Screen):
         yield Static(id="head", markup=False)
         yield Static(id="diag", markup=False)
         with Horizontal(id="body"):
-            yield LogView(self._source, id="log")  # type: ignore[arg-type]
+            with Vertical(id="logbox"):
+                yield LogView(self._source, id="log")  # type: ignore[arg-type]
+                yield Static(id="logbar", markup=False)
             with VerticalScroll(id="side"):
                 yield Static("Startup timeline (s)", classes="section", markup=False)
                 yield Static(id="timeline", markup=False)
@@ -129,10 +132,11 @@ class ServerScreen(ServerKeys, Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self._narrow = None
+        self._narrow: bool | None = None
         self._last_pull = 0.0
         self._pull_pending = False
         self.set_interval(0.25, self._pull)  # a backstop; new lines normally arrive through pull_soon
+        self.on_resize()
         self.sync()
         self.query_one(LogView).focus()
         srv = self.current_server()
@@ -143,6 +147,7 @@ class ServerScreen(ServerKeys, Screen):
         self._last_pull = time.monotonic()
         self._pull_pending = False
         self.query_one(LogView).pull()
+        self._sync_bar()
 
     def pull_soon(self) -> None:
         """New events arrived: show new log lines now, at most every PULL_MIN_S during a flood."""
@@ -161,77 +166,78 @@ class ServerScreen(ServerKeys, Screen):
             self.query_one("#side").set_class(narrow, "-hidden")
 
     def sync(self) -> None:
-        """Header, diagnosis, timeline and command from state (the log pulls itself)."""
+        """Header, diagnosis, timeline and command from the server's page view, each only when it changed."""
         srv = self.current_server()
         if srv is None:
             self.query_one("#head", Static).update(Content(f"{self.server_name}: gone"))
             return
-        c = colours(self)
-        now = self.app.now()  # type: ignore[attr-defined]
-        m = srv.meta
-        phase = srv.phase
-        log = srv.log
-        head = Content.assemble(
-            (fmt.clean(m.name), "bold"), f"  {fmt.clean(m.host)} · GPU {fmt.gpu_span(m.gpus)} · ",
-            server_label(srv), "\n", *self._state_line(srv, phase, now, c), f" · {log.line_count} lines",
-        )
-        notes = []
-        if not m.managed:
-            notes.append("external: not started by this console" + ("" if log.line_count else "; its log is not tailed"))
-        if srv.log_error:
-            notes.append(f"log: {fmt.clean(srv.log_error, 160)}")
-        if notes:
-            head = head + Content.styled("\n" + " · ".join(notes), c["external"] if not m.managed else c["gpu-warm"])
-        self.query_one("#head", Static).update(head)
-        diag = self.query_one("#diag", Static)
-        d = log.diagnosis
-        if phase == "crashed" or d is not None:
-            cause = fmt.clean(d.summary) if d else "the process ended"
-            parts: list[tuple[str, str] | str] = [("✖ crashed: " if phase == "crashed" else "! ", f"bold {c['phase-crashed']}"),
-                                                  (cause, c["phase-crashed"])]
-            if d and d.hint:
-                parts += ["\n", ("fix: ", "bold"), fmt.clean(d.hint)]
-            if d and d.error_line:
-                parts += ["\n", ("at: ", "bold"), (fmt.clean(d.error_line, 300), c["dim"])]
-            jump = {"traceback": "x: jump to traceback · ", "error": "x: jump to the error · "}.get(log.crash_in_log or "", "")
-            parts += ["\n", (f"{jump}r: relaunch (this log is kept)", c["dim"])]
-            diag.update(Content.assemble(*parts))
-            diag.add_class("-show")
-        else:
-            diag.remove_class("-show")
-        self.query_one("#timeline", Static).update(timeline_table(srv))
-        self.query_one("#command", Static).update(Content(fmt.clean(m.command or " ".join(m.argv) or "(unknown)")))
-        facts = [f"{k.replace('_', ' ')}: {fmt.clean(str(v), 120)}" for k, v in fact_items(log.facts)]
-        if srv.previous_logs:
-            facts.append(f"previous logs: {len(srv.previous_logs)} (last: {fmt.clean(srv.previous_logs[-1])})")
-        if m.log_path:
-            facts.append(f"log: {fmt.clean(m.log_path)}")
-        self.query_one("#facts", Static).update(Content("\n".join(facts) or "—"))
+        page = server_page(srv, self.app.now())  # type: ignore[attr-defined]
+        old, self.page = self.page, page
+        if page != old:
+            self._draw(page, old)
+        self._sync_bar()
         refresh_bindings_if_changed(self)
 
-    @staticmethod
-    def _state_line(srv: ServerState, phase: str, now: float, c: dict[str, str]) -> list[tuple[str, str] | str]:
-        """Live figures while it runs; after the end only the end (when, how, how long it ran, last figures)."""
-        m, log = srv.meta, srv.log
-        word = (fmt.PHASE_WORDS.get(phase, phase), f"bold {phase_style(phase, c)}")
-        if phase in ("crashed", "stopped"):
-            how = "stop requested by the console" if srv.stopping else ""
-            ran = (f"ran {fmt.age(max(0.0, srv.ended_at - m.started_at))}"
-                   if srv.ended_at is not None and m.started_at else "")
-            when = ("process still running" if srv.alive else
-                    f"ended {fmt.age(max(0.0, now - srv.ended_at))} ago" if srv.ended_at is not None else "")
-            last = fmt.last_figures(log.gen_throughput, log.running, log.queued, log.token_usage)
-            return [word, *(f" · {x}" for x in (when, how, ran, last) if x)]
-        prog = progress_text(srv)
-        up = f"up {fmt.age(max(0.0, now - m.started_at))}" if m.started_at else "up ?"
-        return [word, f" {prog}" if prog else "",
-                f" · health {srv.health or '—'} · {up} · {fmt.rate(srv.gen_throughput)} tok/s · run "
-                f"{'—' if log.running is None else log.running} · queue {'—' if log.queued is None else log.queued}"
-                f" · KV {'—' if log.token_usage is None else f'{log.token_usage * 100:.0f}%'}"
-                f"{f' · VRAM {fmt.gib(srv.memory_mib)} GiB' if srv.memory_mib else ''}"]
+    def _draw(self, page: ServerPage, old: ServerPage | None) -> None:
+        c = colours(self)
+        if old is None or (old.crumbs, old.state, old.notes) != (page.crumbs, page.state, page.notes):
+            head = spans(page.crumbs, c) + "\n" + spans(page.state, c)
+            if page.notes:
+                head = head + "\n" + spans(page.notes, c)
+            self.query_one("#head", Static).update(head)
+        if old is None or old.diag != page.diag:
+            diag = self.query_one("#diag", Static)
+            diag.update(spans(page.diag, c))
+            diag.set_class(bool(page.diag), "-show")
+        if old is None or old.timeline != page.timeline:
+            self.query_one("#timeline", Static).update(timeline_table(page.timeline))
+        if old is None or old.command != page.command:
+            self.query_one("#command", Static).update(Content(page.command))
+        if old is None or old.facts != page.facts:
+            self.query_one("#facts", Static).update(Content("\n".join(page.facts) or "—"))
+
+    def _sync_bar(self) -> None:
+        """The log's state on screen, not in a toast: follow/paused, filter, wrap, search matches, which log."""
+        view = self.query_one(LogView)
+        srv = self.current_server()
+        matches = len(view.matches) if view.query_text else 0
+        key = (view.follow, view.filtered, view.wrap, view.query_text, matches, view.current,
+               self.older[:2] if self.older else None, len(srv.previous_logs) if srv else 0,
+               self.app.last_probe_line)  # type: ignore[attr-defined]
+        if key == self._bar:
+            return
+        self._bar = key
+        c = colours(self)
+        parts: list[tuple[str, str] | str] = []
+        if self.older is not None:
+            parts.append((f"previous log {self.older[0]} of {len(srv.previous_logs) if srv else '?'}: "
+                          f"{fmt.clean(self.older[1], 80)} (O: current) · ", f"bold {c['phase-starting']}"))
+        parts.append(("following" if view.follow else "paused (G: follow)", "bold" if view.follow else c["gpu-warm"]))
+        parts.append(" · warnings/errors only (f)" if view.filtered else " · all lines (f)")
+        parts.append(" · wrap (z)" if view.wrap else " · cut (z: wrap)")
+        if view.query_text:
+            where = f"{view.current + 1}/{matches}" if matches and view.current >= 0 else f"{matches}"
+            parts.append((f" · “{fmt.clean(view.query_text, 30)}” {where} match{'es' if matches != 1 else ''}"
+                          " (n/N, esc: clear)", "bold"))
+        if srv is not None and srv.previous_logs and self.older is None:
+            parts.append(f" · {fmt.plural(len(srv.previous_logs), 'older log')} (o)")
+        probe = self.app.last_probe_line  # type: ignore[attr-defined]
+        if probe:
+            parts.append(" · probe: " + fmt.clean(probe, 80))
+        self.query_one("#logbar", Static).update(Content.assemble(*parts))
 
     # -- actions -------------------------------------------------------------------------
     def action_back(self) -> None:
+        """Esc closes the innermost thing first: an active search, then a previous log, then the screen."""
+        view = self.query_one(LogView)
+        if view.query_text:
+            view.search("")
+            self.query_one("#search", Input).value = ""
+            self._sync_bar()
+            return
+        if self.older is not None:
+            self.action_current_log()
+            return
         self.app.pop_screen()
 
     def action_search(self) -> None:
@@ -242,14 +248,16 @@ class ServerScreen(ServerKeys, Screen):
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "search":
             self.query_one(LogView).search(event.value)
+            self._sync_bar()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "search":
-            n = self.query_one(LogView).search(event.value)
-            self.notify(f"{n} match{'es' if n != 1 else ''} for {event.value!r}", markup=False, timeout=2)
+            self.query_one(LogView).search(event.value)
+            event.input.remove_class("-show")
             self.query_one(LogView).focus()
+            self._sync_bar()
 
-    def on_key(self, event) -> None:  # type: ignore[no-untyped-def]
+    def on_key(self, event: Key) -> None:
         box = self.query_one("#search", Input)
         if event.key == "escape" and box.has_focus:
             box.remove_class("-show")
@@ -258,11 +266,53 @@ class ServerScreen(ServerKeys, Screen):
 
     def action_next_match(self, step: int) -> None:
         self.query_one(LogView).next_match(step)
+        self._sync_bar()
 
     def action_toggle_filter(self) -> None:
         view = self.query_one(LogView)
         view.filtered = not view.filtered
-        self.notify("warnings and errors only" if view.filtered else "all lines", timeout=2, markup=False)
+        self._sync_bar()
+
+    def action_toggle_wrap(self) -> None:
+        view = self.query_one(LogView)
+        view.wrap = not view.wrap
+        self._sync_bar()
+
+    def action_older_log(self) -> None:
+        """Reads the previous launch's log from the host (o again: the one before it) into the log view."""
+        srv = self.current_server()
+        if srv is None or not srv.previous_logs:
+            self.notify("no previous log for this server", markup=False, timeout=3)
+            return
+        back = (self.older[0] if self.older else 0) % len(srv.previous_logs) + 1
+        path = srv.previous_logs[-back]
+        api = self.app.api  # type: ignore[attr-defined]
+
+        async def load() -> None:
+            try:
+                data = await api.read_file(srv.meta.host, path)
+            except Exception as e:  # an unreachable host, a deleted file: say so, keep the current log
+                self.notify(f"could not read {fmt.clean(path)}: {fmt.clean(str(e), 200)}", severity="error",
+                            markup=False)
+                return
+            self.older = (back, path, data.decode("utf-8", "replace").splitlines())
+            view = self.query_one(LogView)
+            view.follow = False
+            view.pull(force=True)
+            view.scroll_home(animate=False)
+            self._sync_bar()
+
+        self.run_worker(load(), name="older-log", group="older-log", exclusive=True, exit_on_error=False,
+                        description=f"reading {path}")
+
+    def action_current_log(self) -> None:
+        if self.older is None:
+            return
+        self.older = None
+        view = self.query_one(LogView)
+        view.pull(force=True)
+        view.action_follow()
+        self._sync_bar()
 
     def action_traceback(self) -> None:
         view = self.query_one(LogView)
@@ -274,9 +324,11 @@ class ServerScreen(ServerKeys, Screen):
             self.notify("no traceback in this log", markup=False, timeout=2)
             return
         view.show_line(i)
+        self._sync_bar()
 
     def action_follow(self) -> None:
         self.query_one(LogView).action_follow()
+        self._sync_bar()
 
     def action_copy(self) -> None:
         lines = self.query_one(LogView).visible_lines()

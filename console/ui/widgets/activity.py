@@ -19,9 +19,7 @@ class ActivityLog(Static):
     """Newest last; every toast also lands here so a missed one can be read later."""
 
     DEFAULT_CSS = """
-    ActivityLog { height: 1fr; min-height: 4; border-top: solid $panel-lighten-2; padding: 0 1;
-                  color: $text-muted; }
-    ActivityLog.-hidden { display: none; }
+    ActivityLog { height: 1fr; border-top: solid $panel-lighten-2; padding: 0 1; color: $text-muted; }
     """
 
     def __init__(self, entries: deque[Notice], *, id: str | None = None) -> None:
@@ -30,10 +28,8 @@ class ActivityLog(Static):
         self._shown: tuple[int, int, int] | None = None
 
     def sync(self) -> None:
-        hidden = self.app.size.height < 40
-        self.set_class(hidden, "-hidden")
-        if hidden:
-            return
+        if not self.display or self.has_class("-none"):
+            return  # the fleet layout gave it no rows
         height = max(0, self.outer_size.height - self.styles.gutter.height)  # `size` would re-arrange the screen
         key = (id(self.entries[-1]) if self.entries else 0, len(self.entries), height)
         if key == self._shown:

@@ -1,4 +1,5 @@
-"""GpuPane: one GPU's box on the fleet screen, drawn from FleetState so nothing it shows is parsed here."""
+"""GpuPane: one GPU's box on the fleet screen. It draws a PaneView (console/ui/views.py) and redraws
+only when the next view differs; `draw_pane` places the view's words in the rows the pane has."""
 
 from __future__ import annotations
 
@@ -7,17 +8,20 @@ from dataclasses import dataclass
 
 from textual.color import Color
 from textual.content import Content
-from textual.geometry import Region
 from textual.message import Message
 from textual.widget import Widget
 
-from console.fleet.state import FleetState, GpuState, HostState, ServerState
 from console.ui import format as fmt
 from console.ui.themes import SEMANTIC_DEFAULTS
+from console.ui.views import PaneView, Series, Span, pane_view
 from console.ui.visibility import CatchUpWhenShown, content_width, visible_widgets
 
-HOT_C = 80
-WARM_C = 70
+TONES = {"ready": "phase-ready", "serving": "phase-serving", "starting": "phase-starting",
+         "crashed": "phase-crashed", "stopped": "phase-stopped", "external": "external", "hot": "gpu-hot",
+         "warm": "gpu-warm", "stale": "stale", "down": "host-down", "vram": "vram-bar", "util": "util-bar",
+         "dim": "dim", "fg": "fg"}
+"""View tones (console/ui/views.py) to theme variables."""
+GRAPH_MAX_ROWS = 12
 
 
 def colours(widget: Widget) -> dict[str, str]:
@@ -44,97 +48,134 @@ def _colours(tv: dict[str, str]) -> dict[str, str]:
     return {k: tv.get(k, v) for k, v in SEMANTIC_DEFAULTS.items()} | {"dim": dim, "fg": fg}
 
 
-def _row_keys(key: tuple[object, ...]) -> list[tuple[str, tuple[tuple[int, int, str], ...]]]:
-    """Per display row: its text and the styles over it (from a drawn key: plain text, spans, size)."""
-    plain, spans = key[0], key[1]
-    assert isinstance(plain, str) and isinstance(spans, tuple)
-    rows: list[tuple[str, tuple[tuple[int, int, str], ...]]] = []
-    start = 0
-    for text in plain.split("\n"):
-        end = start + len(text)
-        styles = tuple((max(sp.start, start) - start, min(sp.end, end) - start, str(sp.style))
-                       for sp in spans if sp.start < end and sp.end > start)
-        rows.append((text, styles))
-        start = end + 1
-    return rows
+def style_of(tone: str, c: dict[str, str]) -> str:
+    """`bold crashed` -> `bold #FF5F5F`: each word a tone name or a text style."""
+    return " ".join(c.get(TONES.get(w, ""), w) if w in TONES else w for w in tone.split())
+
+
+def spans(parts: tuple[Span, ...], c: dict[str, str]) -> Content:
+    return Content.assemble(*((t, style_of(tone, c)) if tone else t for t, tone in parts))
 
 
 def phase_style(phase: str, c: dict[str, str]) -> str:
-    """Colour of a phase word: green ready, red crashed, amber starting."""
-    if phase == "ready":
-        return c["phase-ready"]
-    if phase == "serving":
-        return c["phase-serving"]
-    if phase == "crashed":
-        return c["phase-crashed"]
-    if phase == "stopped":
-        return c["phase-stopped"]
-    return c["phase-starting"]
+    """Colour of a phase word (server screen, bench)."""
+    from console.ui.views import phase_tone
+
+    return style_of(phase_tone(phase), c)
 
 
-def phase_class(server: ServerState | None) -> str:
-    """CSS modifier for the pane border."""
-    if server is None:
-        return "-free"
-    p = server.phase
-    if p == "crashed":
-        return "-crashed"
-    if p in ("ready", "serving"):
-        return "-ready"
-    if p == "stopped":
-        return "-stopped"
-    return "-starting"
+def _bar(frac: float | None, width: int, tone: str, c: dict[str, str]) -> Content:
+    full, empty = fmt.bar(frac, width)
+    return Content.assemble((full, style_of(tone, c)), (empty, c["dim"]))
 
 
-def log_view_key(server: ServerState) -> tuple[object, ...]:
-    """What a pane shows that comes from the server's log: when a log chunk leaves this unchanged
-    (lines that are neither progress, batch stats nor a crash), the pane has nothing to redraw."""
-    log = server.log
-    phase = server.phase
-    latest = log.line_count if phase in fmt.STARTING else 0  # a starting pane shows the latest line
-    return phase, log.shards, log.graphs, log.batch_lines, latest
+def _fit(content: Content, w: int) -> Content:
+    return content if content.cell_length <= w else content.truncate(w, ellipsis=True)
 
 
-def progress_text(server: ServerState) -> str:
-    """`7/15 shards`, `bs 24/36`: the startup progress the log parser saw."""
-    log = server.log
-    if server.phase == "loading_weights" and log.shards:
-        return f"{log.shards[0]}/{log.shards[1]} shards"
-    if server.phase == "cuda_graph" and log.graphs:
-        return f"bs {log.graphs[0]}/{log.graphs[1]}"
-    return ""
+def draw_pane(v: PaneView, w: int, rows: int, c: dict[str, str]) -> list[Content]:
+    """The pane's lines for `w` × `rows` cells: telemetry, the server, then history graphs and log tail."""
+    w = max(10, w)
+    nums = spans(v.vram, c)
+    lines = [_bar(v.vram_frac, max(3, w - nums.cell_length - 1), "vram", c) + " " + nums]
+    util = spans(v.util, c)
+    ubar = max(3, min(20, w - util.cell_length - 6))
+    if v.util_pct is None:  # [N/A]: no bar, an empty one would read as 0 %
+        lines.append(Content("util ") + util)
+    else:
+        lines.append(Content("util ") + _bar(v.util_pct / 100, ubar, "util", c) + util)
+    s = v.server
+    compact = rows <= 5
+    series: list[Series] = []
+    tail: tuple[str, ...] = ()
+    if s is None:
+        lines.append(Content.styled(f"↳ {v.group_of}", c["dim"]) if v.group_of else spans(v.occupant, c))
+    else:
+        head = Content.styled(s.label, c["external"] if not s.managed else "bold")
+        status = spans(s.status, c)
+        if s.progress is not None and w - status.cell_length - 1 >= 4:
+            status = status + " " + _bar(s.progress, w - status.cell_length - 1, s.tone, c)
+        tail = s.log_tail
+        if s.ended:
+            if compact or head.cell_length + 2 + status.cell_length <= w:
+                lines.append(head + "  " + status)
+            else:
+                lines += [head, status]
+            details = [spans(d, c) for d in s.detail]
+            lines += details[: max(1, rows - len(lines))] if compact else details
+        elif s.phase in fmt.STARTING:
+            lines += [head, status, *(spans(d, c) for d in s.detail)]
+        else:
+            tok = Content.styled(s.tok_s.rjust(11) if s.tok_series else s.tok_s,
+                                 "bold" if s.tok_series else c["dim"])
+            if compact:
+                lines += [head, status + "  " + s.load_short]
+            else:
+                lines += [head, status, Content(s.load)]
+            if s.tok_series is not None:
+                series.append(s.tok_series)
+                room = w - tok.cell_length - 1
+                if rows - len(lines) < 4 and room > 0:  # no room for a graph: an inline sparkline
+                    tok = tok + " " + Content.styled(fmt.sparkline(s.tok_series.values, room, top=s.tok_series.top),
+                                                     c["phase-serving"])
+                    series.clear()
+            lines.append(tok)
+    series += [x for x in (v.util_series, v.vram_series) if x is not None]
+    extra = rows - len(lines)
+    if extra >= 3 and series:
+        busy = s is not None and (s.ended or s.phase in fmt.STARTING)  # its log says more than its graphs
+        gh = max(2, min(GRAPH_MAX_ROWS, (extra - 1) // (3 if busy else 2) if tail else extra - 1))
+        logs = min(len(tail), extra - 1 - gh)
+        gh = min(GRAPH_MAX_ROWS, extra - 1 - logs)
+        lines += graphs(series, w, gh, c)
+        lines += [Content.styled(x, c["dim"]) for x in tail[-logs:]] if logs > 0 else []
+    elif extra > 0 and tail:
+        lines += [Content.styled(x, c["dim"]) for x in tail[-extra:]]
+    out = [_fit(x, w) for x in lines[:rows]]
+    if v.stale:
+        out = [x.stylize(c["stale"]) for x in out]
+    return out
 
 
-def progress_fraction(server: ServerState) -> float | None:
-    """Fraction done of the current startup step, if known."""
-    pair = server.log.shards if server.phase == "loading_weights" else server.log.graphs if server.phase == "cuda_graph" else None
-    if not pair or not pair[1]:
-        return None
-    return pair[0] / pair[1]
-
-
-def server_label(server: ServerState) -> str:
-    """`qwen3-8b :30000 TP2 gpu0-1` (or `external :30000` for servers the console did not start)."""
-    m = server.meta
-    who = fmt.clean(m.preset or m.name, 40) if m.managed else "external"
-    port = f" :{m.port}" if m.port else ""
-    tp = f" TP{len(m.gpus)} gpu{fmt.gpu_span(m.gpus)}" if len(m.gpus) > 1 else ""
-    return f"{who}{port}{tp}"
+def graphs(series: list[Series], w: int, height: int, c: dict[str, str]) -> list[Content]:
+    """History graphs side by side, each with its fixed zero-based scale and time span above it."""
+    k = max(1, min(len(series), (w + 1) // 17))
+    shown = series[:k]
+    cw = (w - (k - 1)) // k
+    heads, cols = [], []
+    for sr in shown:
+        label = sr.scale_text()
+        if sr.interval_s > 0:
+            label += f" · {fmt.age(sr.interval_s * min(cw, len(sr.values)))}"
+        heads.append(Content.styled(label[:cw].ljust(cw), c["dim"]))
+        cols.append(fmt.sparkline_rows(sr.values[-cw:], cw, height, top=sr.top))
+    out = [Content(" ").join(heads)]
+    for r in range(height):
+        cells = []
+        for col, sr in zip(cols, shown, strict=True):
+            row = col[r]
+            if r == height - 1:  # the zero line, so an idle GPU's graph reads as zero, not as missing
+                cells.append(Content.assemble(*((ch, style_of(sr.tone, c)) if ch != " " else ("▁", c["dim"])
+                                                for ch in row)))
+            else:
+                cells.append(Content.styled(row, style_of(sr.tone, c)))
+        out.append(Content(" ").join(cells))
+    return out
 
 
 class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
-    """One GPU: name, VRAM, util/temp/power, owning server, phase and throughput."""
+    """One GPU: VRAM and util bars, temperature/power, its server, history graphs and log tail."""
 
     DEFAULT_CSS = """
-    GpuPane { height: 8; border: round $panel-lighten-2; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
-    GpuPane.-compact { height: 7; }
-    GpuPane.-tall { height: 11; }
+    GpuPane { height: 1fr; border: round $pane-free; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    GpuPane.-free { border-title-color: $foreground; }
     GpuPane.-ready { border: round $phase-ready; }
     GpuPane.-starting { border: round $phase-starting; }
     GpuPane.-crashed { border: heavy $phase-crashed; }
     GpuPane.-stopped { border: round $phase-stopped; }
     GpuPane.-stale { border: round $stale; }
-    GpuPane:focus { border: double $accent; background: $boost; }
+    GpuPane:focus { border: double $accent; background: $boost; border-title-style: bold reverse;
+                    border-subtitle-style: bold reverse; }
     GpuPane.-ready:focus { border: double $phase-ready; }
     GpuPane.-starting:focus { border: double $phase-starting; }
     GpuPane.-crashed:focus { border: double $phase-crashed; }
@@ -155,223 +196,47 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         self.host = host
         self.gpu = gpu
         self.marked = False
-        self._titles: tuple[str, str] | None = None
-        self._drawn: Content | None = None
-        self._drawn_key: tuple[object, ...] | None = None
-        self._class_key: tuple[object, ...] | None = None
+        self.view: PaneView | None = None
+        """The view drawn last; a sync that builds an equal one draws nothing."""
         self.behind = False
         """State changed while the pane was off screen; it has not been redrawn since."""
 
     def on_focus(self) -> None:
+        self._title()
         self.post_message(self.Selected(self.host, self.gpu))
 
-    # -- data ----------------------------------------------------------------------------
-    @property
-    def state(self) -> FleetState:
-        return self.app.state  # type: ignore[attr-defined]
-
-    def _now(self) -> float:
-        return self.app.now()  # type: ignore[attr-defined]
-
-    def server(self) -> ServerState | None:
-        return self.state.server_on_gpu(self.host, self.gpu)
+    def on_blur(self) -> None:
+        self._title()
 
     def sync(self, visible: Container[Widget] | None = None) -> None:  # type: ignore[override]
-        """Re-reads state: classes, titles and a repaint; a pane off screen only notes that it is behind."""
+        """Builds the pane's view; draws it when it differs from the last. Off screen only notes it is behind."""
         if self not in (visible_widgets(self) if visible is None else visible):
             self.behind = True  # caught up on show/resize, or by HostList.catch_up after a scroll
             return
         self.behind = False
-        host = self.state.host(self.host)
-        g = host.gpus.get(self.gpu)
-        srv = self.server()
-        now = self._now()
-        stale = host.stale(now)
-        h = self.app.size.height
-        classes = (phase_class(srv), stale and (srv is None or srv.phase != "crashed"), self.marked,
-                   h < 30, h >= 44)
-        if classes != self._class_key:  # each set_class restyles; 64 panes × 4 syncs/s add up
-            self._class_key = classes
-            for cls in ("-free", "-ready", "-starting", "-crashed", "-stopped"):
-                self.set_class(cls == classes[0], cls)
-            self.set_class(classes[1], "-stale")
-            self.set_class(self.marked, "-marked")
-            self.set_class(classes[3], "-compact")
-            self.set_class(classes[4], "-tall")
-        name = fmt.short_gpu_name(g.reading.name) if g else "?"
-        title = f"GPU{self.gpu} {name}"
-        sub = ""
-        if stale:
-            a = host.age_s(now)
-            sub = f"stale {fmt.age(a)}" if a is not None else host.conn
-        if self.marked:
-            sub = ("✓ marked " + sub).strip()
-        if (title, sub) != self._titles:  # assigning a border title repaints even when it is the same
-            self._titles = (title, sub)
-            self.border_title = Content(title)
-            self.border_subtitle = Content(sub) if sub else None
-        content = self._build()
-        key = (content.plain, tuple(content.spans), self.outer_size)
-        if key == self._drawn_key:
+        app = self.app
+        view = pane_view(app.state, self.host, self.gpu, app.now(), marked=self.marked)  # type: ignore[attr-defined]
+        old, self.view = self.view, view
+        if view == old:
             return
-        old = self._drawn_key
-        self._drawn_key = key
-        self._drawn = content
-        self._repaint_changed_lines(old, key)
+        if old is None or (old.kind, old.stale, old.marked) != (view.kind, view.stale, view.marked):
+            for cls in ("free", "ready", "starting", "crashed", "stopped"):
+                self.set_class(cls == view.kind, f"-{cls}")
+            self.set_class(view.stale and view.kind != "crashed", "-stale")
+            self.set_class(view.marked, "-marked")
+        if old is None or (old.title, old.subtitle) != (view.title, view.subtitle):
+            self._title()
+        self.refresh()
 
-    def _repaint_changed_lines(self, old: tuple[object, ...] | None, new: tuple[object, ...]) -> None:
-        """Refresh only the rows whose text or styles changed (a telemetry tick changes one or two).
-
-        Textual redraws the bounding box of a frame's dirty regions across every layer beneath them;
-        whole-pane refreshes of a dozen panes made each fleet frame several milliseconds.
-        """
-        if old is None or old[2] != new[2]:
-            self.refresh()
+    def _title(self) -> None:
+        v = self.view
+        if v is None:
             return
-        before, after = _row_keys(old), _row_keys(new)
-        if len(before) != len(after):
-            self.refresh()
-            return
-        width = content_width(self)
-        rows = [Region(0, y, width, 1) for y, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
-        if rows:
-            self.refresh(*rows)
+        self.border_title = Content(("▶ " if self.has_focus else "") + v.title)
+        self.border_subtitle = Content(v.subtitle) if v.subtitle else None
 
-    # -- drawing -------------------------------------------------------------------------
     def render(self) -> Content:
-        if (not self.behind and self._drawn is not None and self._drawn_key is not None
-                and self._drawn_key[2] == self.outer_size):
-            return self._drawn
-        self._drawn = self._build()
-        return self._drawn
-
-    def _build(self) -> Content:
-        host = self.state.host(self.host)
-        g = host.gpus.get(self.gpu)
-        srv = self.server()
-        c = colours(self)
-        stale = host.stale(self._now())
-        w = max(10, content_width(self))
-        compact = self.has_class("-compact")
-        lines = [self._vram(g, w, c), self._telemetry(g, c, host)]
-        lines += self._server_lines(srv, g, w, c, compact)
-        out = Content("\n").join(lines)
-        return out.stylize(c["stale"]) if stale else out
-
-    def _vram(self, g: GpuState | None, w: int, c: dict[str, str]) -> Content:
-        if g is None:
-            return Content.styled("no data", c["dim"])
-        r = g.reading
-        nums = fmt.mem_pair(r.memory_used_mib, r.memory_total_mib)
-        frac = (r.memory_used_mib / r.memory_total_mib) if r.memory_used_mib is not None and r.memory_total_mib else None
-        full, empty = fmt.bar(frac, max(3, w - len(nums) - 1))
-        return Content.assemble((full, c["vram-bar"]), (empty, c["dim"]), " ", nums)
-
-    def _telemetry(self, g: GpuState | None, c: dict[str, str], host: HostState) -> Content:
-        if g is None:
-            return Content.styled(fmt.clean(host.telemetry_error or host.last_error or host.conn, 60), c["dim"])
-        r = g.reading
-        util = "?" if r.utilization_pct is None else f"{r.utilization_pct}%"
-        t = r.temperature_c
-        t_style = c["gpu-hot"] if t is not None and t >= HOT_C else c["gpu-warm"] if t is not None and t >= WARM_C else ""
-        power = "?" if r.power_w is None else f"{r.power_w:.0f}"
-        limit = f"/{r.power_limit_w:.0f}" if r.power_limit_w else ""
-        return Content.assemble("util ", (util.rjust(4), "bold"), "  ", ("?°C" if t is None else f"{t}°C", t_style),
-                             "  ", f"{power}{limit} W")
-
-    def _server_lines(self, srv: ServerState | None, g: GpuState | None, w: int, c: dict[str, str],
-                      compact: bool) -> list[Content]:
-        if srv is None:
-            procs = g.processes if g else []
-            if procs:
-                p = procs[0]
-                return [Content.styled(f"in use: {fmt.clean(p.name, 30)} pid {p.pid}", c["external"])]
-            return [Content.styled("free", c["dim"])]
-        head = Content.styled(server_label(srv), c["external"] if not srv.meta.managed else "bold")
-        phase = srv.phase
-        ps = phase_style(phase, c)
-        if phase in ("crashed", "stopped"):
-            return self._ended(srv, head, phase, ps, c, compact, w)
-        icon = "●" if phase in ("ready", "serving") else "◐"
-        word = fmt.PHASE_WORDS.get(phase, phase)
-        status = Content.assemble((f"{icon} {word}", f"bold {ps}"))
-        prog = progress_text(srv)
-        if prog:
-            status = status + " " + prog
-            frac = progress_fraction(srv)
-            room = w - status.cell_length - 1
-            if frac is not None and room >= 4:
-                full, empty = fmt.bar(frac, room)
-                status = status + Content.assemble(" ", (full, ps), (empty, c["dim"]))
-        elif phase in ("ready", "serving") and srv.health is not None and srv.health != "ok":
-            status = status + Content.styled(f" (health {fmt.clean(srv.health)})", c["phase-starting"])
-        rows = [head, status]
-        if phase in fmt.STARTING:
-            return rows + self._starting(srv, c, compact)
-        tput = self._throughput(srv, w, c)
-        load = self._load(srv)
-        if compact:
-            if phase in ("ready", "serving"):
-                rows = [head, status + "  " + load, tput]
-            return rows
-        if self.has_class("-tall") and srv.throughput_history:
-            hist = list(srv.throughput_history)
-            top = fmt.nice_ceiling(max([*hist, 100.0]))
-            tput = Content.assemble((f"{fmt.rate(srv.gen_throughput)} tok/s", "bold"),
-                                    (f"   scale 0–{fmt.rate(top)}", c["dim"]))
-            graph = [Content.styled(line, c["phase-serving"]) for line in fmt.sparkline_rows(hist, w, 3, top=top)]
-            return [*rows, load, tput, *graph]
-        return [*rows, tput, load]
-
-    def _ended(self, srv: ServerState, head: Content, phase: str, ps: str, c: dict[str, str],
-               compact: bool, w: int) -> list[Content]:
-        """After the end only what is true of the end: when, how, and the last figures marked as last."""
-        when = fmt.end_words(phase, srv.alive, srv.ended_at, self._now())
-        code = f" (exit {srv.exit_status})" if srv.exit_status is not None else ""
-        if phase == "crashed":
-            d = srv.log.diagnosis
-            status = Content.styled(f"✖ {when}{code}", f"bold {ps}")
-            cause = Content.styled(fmt.clean(d.summary) if d else srv.signal or "the process ended", ps)
-            fix = [Content.styled("fix: " + fmt.clean(d.hint), c["dim"])] if d and d.hint else []
-            at = {"traceback": "enter: log at traceback", "error": "enter: log at the error"}.get(
-                srv.log.crash_in_log or "", "enter: its log")
-            keys = [] if compact else [Content.styled(f"{at} · r: relaunch", c["dim"])]
-            if compact or head.cell_length + 2 + status.cell_length <= w:
-                return [head + Content.styled(f"  {status.plain}", f"bold {ps}"), cause, *fix, *keys]
-            # a narrow pane would cut 'crashed N ago' off the label's line: its own row (the keys are in the footer)
-            return [head, status, cause, *fix, *(keys if self.has_class("-tall") else [])]
-        rows = [head, Content.styled(f"■ {when}{code}", f"bold {ps}")]
-        log = srv.log
-        last = fmt.last_figures(log.gen_throughput, log.running, log.queued, log.token_usage)
-        if last:
-            rows.append(Content.styled(last, c["dim"]))
-        if not compact:
-            rows.append(Content.styled("enter: its log · r: relaunch", c["dim"]))
-        return rows
-
-    def _starting(self, srv: ServerState, c: dict[str, str], compact: bool) -> list[Content]:
-        """While coming up: how long it has been at it, and the log's latest line (dimmed)."""
-        started = srv.meta.started_at
-        since = f"starting for {fmt.age(max(0.0, self._now() - started))}" if started else "starting"
-        rows = [Content.styled(since, c["dim"])]
-        if not compact and srv.log.lines:
-            rows.append(Content.styled(fmt.clean(srv.log.lines[-1])[-200:], c["dim"]))  # masked whole, then cut
-        return rows
-
-    def _throughput(self, srv: ServerState, w: int, c: dict[str, str]) -> Content:
-        tp = srv.gen_throughput
-        if not srv.meta.managed and tp is None:
-            pid = f" pid {srv.meta.pid}" if srv.meta.pid else ""
-            return Content.styled(f"external: not started here{pid}", c["dim"])
-        if tp is None and not srv.throughput_history:
-            return Content.styled("idle: no decode batches yet", c["dim"])
-        label = f"{fmt.rate(tp)} tok/s".rjust(11)
-        spark = fmt.sparkline(list(srv.throughput_history), max(0, w - len(label) - 1))
-        return Content.assemble((label, "bold"), " ", (spark, c["phase-serving"]))
-
-    def _load(self, srv: ServerState) -> Content:
-        log = srv.log
-        run = "—" if log.running is None else str(log.running)
-        q = "—" if log.queued is None else str(log.queued)
-        kv = "—" if log.token_usage is None else f"{log.token_usage * 100:.0f}%"
-        return Content(f"run {run}  queue {q}  KV {kv}")
+        if self.view is None:
+            return Content("")
+        rows = max(1, self.outer_size.height - self.styles.gutter.height)
+        return Content("\n").join(draw_pane(self.view, content_width(self), rows, colours(self)))

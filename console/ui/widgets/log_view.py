@@ -1,7 +1,8 @@
-"""LogView: a Line-API log pane that reads the state's line buffer incrementally, with follow, search and filter."""
+"""LogView: a Line-API log pane that reads the state's line buffer incrementally, with follow, search, filter and wrap."""
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from itertools import islice
@@ -16,6 +17,8 @@ from textual.strip import Strip
 from console.ui import format as fmt
 from console.ui.logsearch import filter_rows, level_of
 
+GUTTER = 7
+"""Line number (6) and the cursor mark."""
 MAX_WIDTH = 4000
 """Horizontal scroll stops here; a 1 MB line is shown cropped, never measured or styled whole."""
 
@@ -38,6 +41,8 @@ class LogView(ScrollView, can_focus=True):
 
     follow: var[bool] = var(True)
     filtered: var[bool] = var(False)
+    wrap: var[bool] = var(False)
+    """Long lines continue on the next rows (no horizontal scroll) instead of being cut at the edge."""
 
     def __init__(self, source: LineSource, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -58,6 +63,12 @@ class LogView(ScrollView, can_focus=True):
         self.current = -1
         self._cursor: int | None = None
         self._styles: dict[str, Style] = {}
+        self._wrows: list[int] = []
+        """Wrapped: the absolute line of each row; `_wstart` the offset in it where the row starts."""
+        self._wstart: list[int] = []
+        self._wupto = -1
+        """Wrapped: the last absolute line whose rows are in `_wrows`."""
+        self._wroom = 0
 
     # -- data ----------------------------------------------------------------------------
     @property
@@ -79,12 +90,19 @@ class LogView(ScrollView, can_focus=True):
 
     @property
     def _nrows(self) -> int:
+        if self.wrap:
+            return len(self._wrows)
         return len(self._frows) - self._fhead if self.filtered else len(self._buf) - self._head
 
     def _abs_of_row(self, row: int) -> int:
+        if self.wrap:
+            return self._wrows[row]
         return self._frows[self._fhead + row] if self.filtered else self._first + row
 
     def _row_of_abs(self, a: int) -> int | None:
+        if self.wrap:
+            i = bisect_left(self._wrows, a)
+            return i if i < len(self._wrows) and self._wrows[i] == a else None
         if not self.filtered:
             r = a - self._first
             return r if 0 <= r < self._nrows else None
@@ -120,7 +138,9 @@ class LogView(ScrollView, can_focus=True):
             self._rebuild(lines, count)
         else:
             self._append(list(islice(reversed(lines), new_n))[::-1] if new_n else [], count, len(lines))
-        self.virtual_size = Size(self._width + 8, self._nrows)
+        if self.wrap:
+            self._rewrap_tail()
+        self.virtual_size = Size(self.size.width if self.wrap else self._width + 8, self._nrows)
         self._styles.clear()
         if self.follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
@@ -128,7 +148,42 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
         return True
 
+    # -- wrap ----------------------------------------------------------------------------
+    def _shown_abs(self, after: int) -> Sequence[int]:
+        """Absolute numbers of the lines shown (filter applied) after line `after`."""
+        first = self._first
+        if self.filtered:
+            return self._frows[bisect_left(self._frows, after + 1, self._fhead):]
+        return range(max(first, after + 1), self._count)
+
+    def _rewrap_tail(self) -> None:
+        """Rows for the lines added since the last call; rows of lines dropped from the front go."""
+        room = max(8, self.size.width - GUTTER)
+        if room != self._wroom:
+            self._wroom, self._wrows, self._wstart, self._wupto = room, [], [], -1
+        first = self._first
+        if self._wrows and self._wrows[0] < first:
+            k = bisect_left(self._wrows, first)
+            del self._wrows[:k]
+            del self._wstart[:k]
+        for a in self._shown_abs(max(self._wupto, first - 1)):
+            n = min(len(self._buf[self._head + a - first]), MAX_WIDTH)
+            for j in range(max(1, math.ceil(n / room))):
+                self._wrows.append(a)
+                self._wstart.append(j * room)
+        self._wupto = self._count - 1
+
+    def watch_wrap(self) -> None:
+        self._wrows, self._wstart, self._wupto, self._wroom = [], [], -1, 0
+        self.pull(force=True)
+
+    def on_resize(self) -> None:
+        if self.wrap and max(8, self.size.width - GUTTER) != self._wroom:
+            self._wroom = 0
+            self.pull(force=True)
+
     def _rebuild(self, lines: Sequence[str], count: int) -> None:
+        self._wrows, self._wstart, self._wupto = [], [], -1
         self._src = lines
         self._buf, self._head, self._count = list(lines), 0, count
         self._frows, self._fhead, self._hits, self._width, self._cursor = [], 0, [], 0, None
@@ -240,11 +295,13 @@ class LogView(ScrollView, can_focus=True):
     def visible_lines(self) -> list[str]:
         """The lines on screen now (filter applied), cleaned, for copy."""
         top = int(self.scroll_y)
-        return [fmt.clean(self._line_of_row(r)) for r in range(top, min(self._nrows, top + self.size.height))]
+        rows = range(top, min(self._nrows, top + self.size.height))
+        return [fmt.clean(self._line_of_row(r)) for r in rows if not self.wrap or self._wstart[r] == 0
+                or r == top]
 
     def shown_lines(self) -> list[str]:
         """Every line the view shows with the current filter, for save."""
-        return [fmt.clean(self._line_of_row(r)) for r in range(self._nrows)]
+        return [fmt.clean(self._line_of_row(r)) for r in range(self._nrows) if not self.wrap or self._wstart[r] == 0]
 
     # -- drawing -------------------------------------------------------------------------
     def _style(self, name: str) -> Style:
@@ -261,11 +318,15 @@ class LogView(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         a = self._abs_of_row(row)
         raw = self._buf[self._head + a - self._first]
-        gutter_w = 7
         mark = "▶" if a == self._cursor else " "
-        number = f"{a + 1:>6}{mark}"
-        room = max(0, width - gutter_w)
-        text = fmt.clean(raw[: (scroll_x + room) * 2 + 256])[scroll_x: scroll_x + room]
+        room = max(0, width - GUTTER)
+        if self.wrap:
+            start = self._wstart[row]
+            number = f"{a + 1:>6}{mark}" if start == 0 else "     ↪ "
+            text = fmt.clean(raw[: (start + room) * 2 + 256])[start: start + room]
+        else:
+            number = f"{a + 1:>6}{mark}"
+            text = fmt.clean(raw[: (scroll_x + room) * 2 + 256])[scroll_x: scroll_x + room]
         lvl = level_of(raw)
         style = base + self._style(f"logview--{lvl}") if lvl else base
         segs = [Segment(number, base + self._style("logview--gutter"))]

@@ -1,0 +1,112 @@
+"""The view-model (console/ui/views.py), the fleet layout and the pane drawing, without an App."""
+
+from __future__ import annotations
+
+import pytest
+
+from console.fleet.events import LogData, ServerSeen
+from console.fleet.state import FleetState
+from console.ui.layout import PANE_MIN_HEIGHT, fleet_layout
+from console.ui.views import load_text, pane_matches, pane_view, server_view
+from console.ui.widgets.gpu_pane import _colours, draw_pane, graphs
+from tests.ui.fakes import NOW, SERVING_LOG, meta, scenario
+
+C = _colours({})
+TP2 = "qwen3-8b@ct129:gpu0-1"
+
+
+def test_tp_group_is_said_once_and_marked_on_the_other_gpu() -> None:
+    st = scenario()
+    lead, member = pane_view(st, "ct129", 0, NOW), pane_view(st, "ct129", 1, NOW)
+    assert lead.server is not None and lead.server.label == "qwen3-8b :30000 TP2 gpu0-1"
+    assert member.server is None and member.group_of == "TP2 with GPU0: serving · qwen3-8b :30000"
+    drawn = "\n".join(x.plain for x in draw_pane(member, 40, 12, C))
+    assert "267 tok/s" not in drawn and "run 3" not in drawn and "TP2 with GPU0" in drawn
+
+
+def test_an_unchanged_fleet_gives_an_equal_view_and_a_new_batch_line_a_different_one() -> None:
+    st = FleetState(["a"])
+    m = meta("p", "a", (0,), 30000, pid=1, sid=1)
+    st.apply(ServerSeen(m, 1.0))
+    off = 0
+
+    def feed(text: str) -> None:
+        nonlocal off
+        st.apply(LogData(m.name, 2.0, m.log_path or "", off, text.encode()))
+        off += len(text.encode())
+
+    feed("".join(line + "\n" for line in SERVING_LOG))
+    v0 = server_view(st.servers[m.name], NOW)
+    assert server_view(st.servers[m.name], NOW) == v0  # nothing new: a widget draws nothing
+    feed(SERVING_LOG[-1].replace("gen throughput (token/s): 267.00", "gen throughput (token/s): 301.00")
+         .replace("#running-req: 3", "#running-req: 5") + "\n")
+    v1 = server_view(st.servers[m.name], NOW)
+    assert v1 != v0 and v1.load == "run 5 · queue 0 · KV 42%" and v1.log_tail[-1] != v0.log_tail[-1]
+
+
+def test_load_text_is_one_spelling_for_pane_and_server_screen() -> None:
+    st = scenario()
+    assert load_text(st.servers[TP2]) == "run 3 · queue 0 · KV 42%"
+    assert server_view(st.servers[TP2], NOW).load == "run 3 · queue 0 · KV 42%"
+
+
+def test_history_series_have_fixed_zero_based_scales_with_units() -> None:
+    v = pane_view(scenario(), "ct129", 0, NOW)
+    assert v.vram_series is not None and v.util_series is not None and v.server and v.server.tok_series
+    assert v.vram_series.scale_text() == "VRAM 0–48 GiB" and v.util_series.scale_text() == "util 0–100%"
+    assert v.server.tok_series.scale_text() == "tok/s 0–500"
+    assert len(v.vram_series.values) == 181 and v.vram_series.interval_s == pytest.approx(1.0)
+    top, *_rows, _bottom = graphs([v.util_series], 20, 4, C)
+    assert top.plain.startswith("util 0–100% · 20 s")
+
+
+def test_a_full_pane_shows_bars_graphs_and_several_log_lines_a_compact_one_the_essentials() -> None:
+    v = pane_view(scenario(), "ct129", 0, NOW)
+    big = [x.plain for x in draw_pane(v, 76, 24, C)]
+    assert big[0].endswith("43.2/48.0 GiB") and big[1].startswith("util █") and "87%" in big[1]
+    assert any(line.startswith("tok/s 0–500") and "VRAM 0–48 GiB" in line for line in big)
+    assert sum("Decode batch" in line for line in big) >= 3
+    small = [x.plain for x in draw_pane(v, 32, 5, C)]  # the narrowest pane: 36 columns less border and padding
+    assert len(small) == 5 and small[3] == "● serving  run 3 · q 0 · KV 42%" and "267 tok/s" in small[4]
+
+
+def test_crashed_pane_keeps_cause_fix_and_log_tail() -> None:
+    v = pane_view(scenario(), "blackwell", 1, NOW)
+    lines = [x.plain for x in draw_pane(v, 60, 16, C)]
+    assert any("missing shared library libavutil.so.58" in x for x in lines)
+    assert any(x.startswith("fix: install FFmpeg") for x in lines)
+    assert any("Received sigquit" in x for x in lines)
+
+
+@pytest.mark.parametrize(("size", "shelves", "height"), [((80, 24), (("ct129",), ("blackwell",)), 7),
+                                                         ((120, 36), (("ct129",), ("blackwell",)), 9),
+                                                         ((160, 48), (("ct129",), ("blackwell",)), 20),
+                                                         ((200, 60), (("ct129",), ("blackwell",)), 25)])
+def test_layout_fills_the_terminal(size: tuple[int, int], shelves: tuple[tuple[str, ...], ...], height: int) -> None:
+    w, h = size
+    lay = fleet_layout(w, h, [("ct129", 2), ("blackwell", 4)])
+    assert tuple(tuple(b.host for b in s) for s in lay.shelves) == shelves and lay.pane_height == height
+    rows = sum(max(b.rows for b in s) for s in lay.shelves)
+    used = rows * lay.pane_height + len(lay.shelves) + lay.activity_height + 1 + int(lay.topbar)
+    assert h - 3 < used <= h  # at most the rounding of pane heights is left over, never half the screen
+
+
+def test_layout_flows_small_hosts_into_one_shelf_and_scrolls_only_when_it_must() -> None:
+    lay = fleet_layout(160, 48, [("a", 1), ("b", 2), ("c", 1), ("d", 8)])
+    assert [[b.host for b in s] for s in lay.shelves] == [["a", "b", "c"], ["d"]]
+    assert lay.place("d") is not None and (lay.place("d").columns, lay.place("d").rows) == (4, 2)  # type: ignore[union-attr]
+    many = fleet_layout(80, 24, [(f"h{i}", 2) for i in range(8)])
+    assert many.pane_height == PANE_MIN_HEIGHT and many.activity_height == 0  # too many to fit: scroll
+
+
+def test_fleet_filter_matches_host_preset_and_phase_words() -> None:
+    st = scenario()
+    views = [pane_view(st, h, g, NOW) for h, n in (("ct129", 2), ("blackwell", 4)) for g in range(n)]
+
+    def hits(q: str) -> list[tuple[str, int]]:
+        return [(v.host, v.gpu) for v in views if pane_matches(v, q)]
+
+    assert hits("crashed") == [("blackwell", 1)]
+    assert hits("qwen3-8b") == [("ct129", 0), ("ct129", 1)]  # the TP group's other GPU too
+    assert hits("blackwell free") == [("blackwell", 3)]
+    assert hits("loading") == [("blackwell", 0)] and len(hits("")) == 6
