@@ -65,11 +65,19 @@ def run(args: argparse.Namespace) -> Result:
     pin(0)
     detail: dict[str, object] = {}
     offered = args.concurrency / args.step
+    runs: list[dict[str, float]] = []
+    refs: list[dict[str, object]] = []
     with fake_server_proc(cpu=1, options=f"step_s={args.step}") as url:
-        paced = asyncio.run(measure(url, args.concurrency, args.output_len, args.requests))
-        detail[f"paced, C={args.concurrency}, a step every {args.step * 1000:g} ms ({offered:,.0f} tok/s offered)"] = paced
-        ref = bench_serving(url, args.concurrency, args.output_len, args.requests)
-        detail["sglang.bench_serving (sim's, aiohttp) same load"] = ref
+        for _ in range(args.rounds):  # alternating, so a busy moment on the machine falls on both alike
+            runs.append(asyncio.run(measure(url, args.concurrency, args.output_len, args.requests)))
+            refs.append(bench_serving(url, args.concurrency, args.output_len, args.requests))
+    paced = max(runs, key=lambda r: r["wall_tok_s"])
+    ref = max(refs, key=lambda r: r.get("output_tok_s") or 0.0)  # type: ignore[arg-type, return-value]
+    detail[f"paced, C={args.concurrency}, a step every {args.step * 1000:g} ms ({offered:,.0f} tok/s offered), "
+           f"best of {args.rounds}"] = paced
+    detail["paced, every round (tok/s)"] = [r["wall_tok_s"] for r in runs]
+    detail["sglang.bench_serving (sim's, aiohttp) same load, best"] = ref
+    detail["sglang.bench_serving every round (tok/s)"] = [r.get("output_tok_s") for r in refs]
     with fake_server_proc(cpu=1, options="step_s=0") as url:
         sat = asyncio.run(measure(url, 64, 512, 320))
         detail["saturated, C=64, steps as fast as the peer can"] = sat
@@ -90,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--step", type=float, default=0.004, help="seconds per decode step of the paced peer")
     ap.add_argument("--output-len", type=int, default=256)
     ap.add_argument("--requests", type=int, default=256)
+    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of generator and bench_serving")
     ap.add_argument("--json", action="store_true", help="print the Result as one JSON line")
     args = ap.parse_args(argv)
     r = run(args)
