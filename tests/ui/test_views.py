@@ -95,6 +95,8 @@ def test_layout_flows_small_hosts_into_one_shelf_and_scrolls_only_when_it_must()
     lay = fleet_layout(160, 48, [("a", 1), ("b", 2), ("c", 1), ("d", 8)])
     assert [[b.host for b in s] for s in lay.shelves] == [["a", "b", "c"], ["d"]]
     assert lay.place("d") is not None and (lay.place("d").columns, lay.place("d").rows) == (4, 2)  # type: ignore[union-attr]
+    with_router = fleet_layout(160, 48, [("ct129", 2), ("blackwell", 4)], {"blackwell": 2})
+    assert with_router.pane_height == 19  # the router band's two rows come out of the panes, not off screen
     many = fleet_layout(80, 24, [(f"h{i}", 2) for i in range(8)])
     assert many.pane_height == PANE_MIN_HEIGHT and many.activity_height == 0  # too many to fit: scroll
 

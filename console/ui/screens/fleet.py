@@ -180,7 +180,11 @@ class FleetScreen(ServerKeys, Screen):
             self._shown, hosts = shown, None
         names = [h for h in self.host_names() if not self.filter_text or shown[h]]
         size = self.app.size
-        lay = fleet_layout(size.width, size.height, [(h, len(shown[h])) for h in names])
+        routers = getattr(self.app.fleet, "routers", None) or {}  # type: ignore[attr-defined]
+        extra: dict[str, int] = {}
+        for r in routers.values():
+            extra[r.host] = extra.get(r.host, 0) + 2  # a RouterBand is two rows (console/ui/widgets/router_band.py)
+        lay = fleet_layout(size.width, size.height, [(h, len(shown[h])) for h in names], extra)
         if lay != self.layout_now:
             self.layout_now, hosts = lay, None
             self._place(lay)

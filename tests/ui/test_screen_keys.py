@@ -1,0 +1,138 @@
+"""Keys and on-screen state of issue 14: Cancel-first confirmations, the fleet filter, the server screen's log bar,
+wrap, previous logs, and an idle server screen that does not redraw."""
+
+from __future__ import annotations
+
+from textual.widget import Widget
+
+from console.fleet.events import HealthResult
+from console.ui.screens.dialogs import ConfirmScreen
+from console.ui.screens.fleet import FleetScreen
+from console.ui.screens.server import ServerScreen
+from console.ui.widgets.gpu_pane import GpuPane
+from console.ui.widgets.log_view import LogView
+from tests.ui.fakes import NOW, FakeApi, scenario
+
+SERVING = "qwen3-8b@ct129:gpu0-1"
+
+
+async def select(pilot, host: str, gpu_index: int) -> None:  # type: ignore[no-untyped-def]
+    await pilot.pause()
+    for p in pilot.app.screen.query(GpuPane):
+        if (p.host, p.gpu) == (host, gpu_index):
+            p.focus()
+    await pilot.pause()
+
+
+def shown(app) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+    return [(p.host, p.gpu) for p in app.screen.query(GpuPane) if p.display]
+
+
+async def test_enter_on_a_stop_confirmation_cancels(make_app) -> None:  # type: ignore[no-untyped-def]
+    api = FakeApi()
+    app = make_app(api)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, "ct129", 0)
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("enter")  # Cancel has the focus
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen) and not [c for c in api.calls if c[0] == "stop"]
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("tab", "enter")  # moved to Yes on purpose: that is a yes
+        await app.workers.wait_for_complete()
+        assert ("stop", SERVING) in api.calls
+
+
+async def test_fleet_filter_shows_matching_gpus_says_so_and_esc_clears(make_app) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await select(pilot, "ct129", 0)
+        assert len(shown(app)) == 6
+        await pilot.press("slash", *"crashed", "enter")
+        await pilot.pause(0.2)
+        assert shown(app) == [("blackwell", 1)]
+        bar = str(app.screen.query_one("#topbar").render())
+        assert "filter “crashed”: 1 of 6 GPUs" in bar
+        assert isinstance(app.screen.focused, GpuPane) and app.screen.focused.gpu == 1  # keys work on what is shown
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert len(shown(app)) == 6 and "filter" not in str(app.screen.query_one("#topbar").render())
+        assert isinstance(app.screen, FleetScreen)
+
+
+async def test_log_bar_says_follow_filter_wrap_and_wrap_continues_long_lines(make_app) -> None:  # type: ignore[no-untyped-def]
+    st = scenario()
+    st.servers[SERVING].log.add("x" * 300)
+    app = make_app(FakeApi(st))
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.open_server(SERVING)
+        await pilot.pause(0.3)
+        view = app.screen.query_one(LogView)
+        bar = app.screen.query_one("#logbar")
+        assert "following · all lines (f) · cut (z: wrap)" in str(bar.render())
+        cut_rows = view.virtual_size.height
+        await pilot.press("z", "f")
+        await pilot.pause(0.2)
+        assert "warnings/errors only (f) · wrap (z)" in str(bar.render())
+        await pilot.press("f")
+        await pilot.pause(0.2)
+        assert view.virtual_size.height >= cut_rows + 3  # 300 characters in ~90 columns: four rows
+        assert view.virtual_size.width <= view.size.width  # nothing to scroll sideways
+        await pilot.press("home")
+        await pilot.pause(0.2)
+        assert "paused (G: follow)" in str(bar.render())
+
+
+class OldLogApi(FakeApi):
+    async def read_file(self, host: str, path: str, max_bytes: int = 4_000_000) -> bytes:
+        return f"old run of {path}\nTraceback (most recent call last):\nOSError: boom\n".encode()
+
+
+async def test_previous_log_is_viewable_and_esc_returns_to_the_live_one(make_app) -> None:  # type: ignore[no-untyped-def]
+    st = scenario()
+    st.servers[SERVING].previous_logs = ["/runs/older.log", "/runs/old.log"]
+    app = make_app(OldLogApi(st))
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.open_server(SERVING)
+        await pilot.pause(0.3)
+        view = app.screen.query_one(LogView)
+        await pilot.press("o")
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+        assert view.lines[0] == "old run of /runs/old.log"  # the most recent previous launch first
+        assert "previous log 1 of 2: /runs/old.log" in str(app.screen.query_one("#logbar").render())
+        await pilot.press("o")
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+        assert view.lines[0] == "old run of /runs/older.log"
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, ServerScreen) and "Decode batch" in list(view.lines)[-1]
+
+
+async def test_an_idle_server_screen_does_not_redraw(make_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Frozen clock, no events: the 1 s tick and the 0.25 s log pull find nothing new, so nothing repaints."""
+    app = make_app()
+    async with app.run_test(size=(140, 40)) as pilot:
+        app.open_server(SERVING)
+        await pilot.pause(1.2)
+        screen = app.screen
+        assert isinstance(screen, ServerScreen)
+        refreshed: list[str] = []
+        real = Widget.refresh
+
+        def counting(self, *a, **kw):  # type: ignore[no-untyped-def]
+            if self.screen is screen:
+                refreshed.append(type(self).__name__ + (f"#{self.id}" if self.id else ""))
+            return real(self, *a, **kw)
+
+        monkeypatch.setattr(Widget, "refresh", counting)
+        await pilot.pause(2.6)  # two ticks, ten pulls
+        assert refreshed == [], refreshed
+        app.state.servers[SERVING].log.add("[2026-12-01 14:04:00 TP0] one new line")  # the counter does count
+        app.api.emit(HealthResult(SERVING, NOW, "ok"))
+        await pilot.pause(0.7)
+        assert "LogView#log" in refreshed
