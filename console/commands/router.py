@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from console.fleet.controller import FleetController
     from console.router.manager import RouterManager
 
-VERBS = ("up", "down", "restart", "status", "sync")
+VERBS = ("up", "down", "restart", "status", "sync", "bench")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,6 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("verb", choices=VERBS)
     p.add_argument("name", metavar="NAME", nargs="?", help="a [routers.NAME] of hosts.toml (status: all when omitted)")
     p.add_argument("--wait", type=float, default=60.0, metavar="S", help="up: seconds to wait for /health (60)")
+    p.add_argument("--concurrency", default="1,8,32", metavar="LIST",
+                   help="bench: levels, run against one replica and then through the router (1,8,32)")
+    p.add_argument("--input-len", type=int, default=256, help="bench: prompt words per request (256)")
+    p.add_argument("--output-len", type=int, default=128, help="bench: tokens per answer (128)")
+    p.add_argument("--num-prompts", type=int, default=None, help="bench: requests per level (default 5 x C)")
     p.set_defaults(func=run)
 
 
@@ -72,6 +78,37 @@ def print_view(mgr: RouterManager, name: str) -> None:
                 print(mask(f"  not at the router: {clean(s.name, 60)} ({s.phase})"))
 
 
+async def bench(ctl: FleetController, mgr: RouterManager, name: str, args: argparse.Namespace) -> int:
+    """The same sweep against the first serving replica, then through the router: the scaling table."""
+    from console.commands.bench import parse_concurrency
+    from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail
+    from console.router.scaling import scaling_table
+    from console.sglang.bench import BenchSpec, LoadGenerator
+
+    try:
+        levels = tuple(parse_concurrency(args.concurrency))
+    except ValueError as e:
+        return fail(f"--concurrency: {e}", EXIT_USAGE)
+    v = await mgr.refresh(name)
+    if v.phase != "running":
+        return fail(f"router {name} is {v.phase}; start it first (router up {name})", EXIT_FAILED)
+    replicas = [mgr.replica_of(name, w.url) for w in v.workers if w.healthy]
+    one = sorted(r for r in replicas if r)
+    if not one:
+        return fail(f"router {name} has no healthy worker that is a known replica", EXIT_FAILED)
+    results = []
+    for who, url in ((one[0], await ctl.server_url(one[0])), (f"router:{name}", await mgr.url(name))):
+        print(f"bench {who} ...", file=sys.stderr, flush=True)
+        spec = BenchSpec(url=url, concurrency=levels, input_len=args.input_len, output_len=args.output_len,
+                         num_prompts=args.num_prompts)
+        async with LoadGenerator(spec) as g:
+            results.append((await g.sweep()).levels)
+    print(f"bench {one[0]} (one replica) vs router {name} over {len(replicas)} healthy workers "
+          f"({mgr.fleet.routers[name].policy}); input {args.input_len}, output {args.output_len} tokens")
+    print(scaling_table(results[0], results[1], len(replicas)))
+    return EXIT_OK
+
+
 def run(args: argparse.Namespace) -> int:
     from console.commands.names import did_you_mean
     from console.config import load_fleet
@@ -116,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
                 print(mask(mgr.views[name].last_change if ch else f"router {name}: workers already match "
                                                                   f"the {len(mgr.ready_urls(name))} serving replicas"))
                 return EXIT_OK
+            if args.verb == "bench":
+                return await bench(ctl, mgr, name, args)
             verb = {"up": lambda: mgr.up(name, wait_s=args.wait), "down": lambda: mgr.down(name),
                     "restart": lambda: mgr.restart(name)}[args.verb]
             out = await verb()

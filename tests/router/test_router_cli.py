@@ -55,6 +55,11 @@ def test_router_cli_on_a_local_sim_host():
         assert "bench router:lb" in r.stdout
         row = next(ln for ln in r.stdout.splitlines() if ln.startswith("2 "))
         assert row.split()[1] == "10" and row.split()[-1] == "0"  # 10 requests, 0 errors
+        r = run(hosts, "router", "bench", "lb", "--concurrency", "2", "--num-prompts", "10", "--input-len", "16",
+                "--output-len", "16", state=st)
+        assert r.returncode == 0, r.stderr
+        assert "(one replica) vs router lb over 2 healthy workers" in r.stdout
+        assert next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("2 ")).split()[-1] == "0/0"
         r = run(hosts, "router", "sync", "lb", state=st)
         assert r.returncode == 0 and "workers already match the 2 serving replicas" in r.stdout
         r = run(hosts, "router", "down", "lb", state=st)

@@ -147,3 +147,17 @@ def test_crash_causes():
     cause = crash_cause("line one\n\x1b]52;c;ZXZpbA==\x07panic at \x1b[2Jthe end\n", "py", "bw", 1)
     assert cause.startswith("exited: panic at") and "\x1b" not in cause and "\x07" not in cause
     assert crash_cause("", "py", "bw", 1) == "exited without a word in its log"
+
+
+def test_scaling_table():
+    from console.router.scaling import scaling_table
+    from console.sglang.benchstats import LevelResult
+
+    def lv(c: int, tok: float, ttft: float, err: int = 0) -> LevelResult:
+        return LevelResult(c, 10, tok, 1.0, ttft, ttft, None, None, None, None, err)
+
+    table = scaling_table([lv(1, 64, 0.028), lv(32, 658, 0.366)], [lv(1, 63, 0.048), lv(32, 1359, 0.098, 1)], 4)
+    lines = table.splitlines()
+    assert lines[0].split()[:4] == ["C", "one", "replica", "tok/s"] and "router (4) tok/s" in lines[0]
+    assert lines[1].split() == ["1", "64", "63", "0.98x", "28/48", "0/0"]
+    assert lines[2].split() == ["32", "658", "1,359", "2.07x", "366/98", "0/1"]
