@@ -6,6 +6,7 @@ What changes from textual-serve's own `Server`:
   port (`ssh -L 9000:127.0.0.1:8000`) works (textual-serve writes `http://HOST:PORT` of its bind address);
 - no access log (the first request's URL carries the token) and the start banner prints the URL to open;
 - the page asks no third party for anything (its own template, without textual-serve's Google Fonts link);
+- sessions run under console/serve/web_driver.py (Escape without the input poll's 100 ms);
 - sessions are counted (at most MAX_SESSIONS console processes) and quit on shutdown, each within
   QUIT_GRACE_S before it is killed, so Ctrl+C never leaves a console (or a demo's sim fleet) behind.
 """
@@ -26,6 +27,7 @@ from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
 from console.serve.auth import TokenGate, Verdict, same_origin
+from console.serve.web_driver import DRIVER
 
 log = logging.getLogger("dflash-console.serve")
 
@@ -53,6 +55,15 @@ SECURITY_HEADERS = {
     "Content-Security-Policy": "frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
 }
+
+
+class SessionService(AppService):
+    """textual-serve's session process, under the console's own WebDriver (prompt Escape)."""
+
+    def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
+        env = super()._build_environment(width=width, height=height)
+        env["TEXTUAL_DRIVER"] = DRIVER
+        return env
 
 
 class ConsoleServer(Server):
@@ -124,8 +135,8 @@ class ConsoleServer(Server):
         async def close() -> None:
             await websocket.close()
 
-        service = AppService(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                             close=close, download_manager=self.download_manager, debug=self.debug)
+        service = SessionService(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
+                                 close=close, download_manager=self.download_manager, debug=self.debug)
         self.sessions[service] = websocket
         try:
             await service.start(width, height)

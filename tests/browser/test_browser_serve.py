@@ -68,7 +68,7 @@ def test_the_demo_renders_in_chromium_and_keys_reach_it(browser, served: Served,
         (session,) = served.children()
         env = Path(f"/proc/{session}/environ").read_bytes()
         assert b"DFLASH_SERVE_TOKEN" not in env and TOKEN.encode() not in env  # the console never holds it
-        assert b"TEXTUAL_DRIVER=textual.drivers.web_driver:WebDriver" in env
+        assert b"TEXTUAL_DRIVER=console.serve.web_driver:PromptEscapeWebDriver" in env  # prompt Escape
 
         footer = screen.rstrip().splitlines()[-1]
         assert "Probe" in footer and not {"Launch", "Relaunch", "Stop"} & set(footer.split())  # read-only

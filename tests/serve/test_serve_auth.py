@@ -77,3 +77,4 @@ def test_session_command_quotes_every_argument_and_is_read_only_by_default() -> 
 def test_session_with_actions_and_demo() -> None:
     argv = session_argv(SessionOptions(read_only=False, demo=True, python="py"))
     assert argv == ["py", "-m", "console", "--demo"]
+
