@@ -43,6 +43,7 @@ from console.sglang.benchstats import (
     parse_concurrency,
     previous_record,
 )
+from console.ui.widgets.footer import ConsoleFooter
 
 
 def results_table(levels: Sequence[LevelResult]) -> Table:
@@ -73,7 +74,7 @@ class BenchScreen(Screen[list[LevelResult] | None]):
         Binding("r", "rerun", "Run again", id="bench-rerun", tooltip="Run the same sweep again."),
     ]
     DEFAULT_CSS = """
-    BenchScreen { padding: 1 2; }
+    BenchScreen VerticalScroll { padding: 1 2; }
     BenchScreen .bench-title { text-style: bold; margin-bottom: 1; }
     BenchScreen .bench-row { height: 1; }
     BenchScreen .bench-row Label { width: 8; }
@@ -100,7 +101,7 @@ class BenchScreen(Screen[list[LevelResult] | None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static(Text(f"bench {self.server}"), classes="bench-title", id="bench-title")
+            yield Static(Text(f"fleet › {self.server} › bench"), classes="bench-title", id="bench-title")
             for c in self.spec.concurrency:
                 with Horizontal(classes="bench-row"):
                     yield Label(Text(f"C={c}"))
@@ -108,6 +109,7 @@ class BenchScreen(Screen[list[LevelResult] | None]):
                                       id=f"bench-c{c}")
             yield Static("", id="bench-status", markup=False)
             yield Static("", id="bench-results")
+        yield ConsoleFooter()  # its keys (esc close, r run again) on screen like every other screen's
 
     def on_mount(self) -> None:
         self.start()

@@ -10,11 +10,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Collapsible, Footer, Input, Label, Select, Static, Switch
+from textual.widgets import Collapsible, Input, Label, Select, Static, Switch
 
 from console.fleet.state import ServerState
 from console.ui import format as fmt
 from console.ui.backend import ChatRequest
+from console.ui.widgets.footer import ConsoleFooter
 
 
 class PromptInput(Input):
@@ -136,7 +137,7 @@ class ChatScreen(Screen):
             yield Switch(True, id="thinking")
         yield VerticalScroll(id="transcript")
         yield PromptInput(placeholder="prompt (enter: send, ↑/↓: history)", id="prompt")
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         self.query_one("#prompt").focus()

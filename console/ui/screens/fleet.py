@@ -8,7 +8,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.events import Key
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from console.fleet.state import ServerState
 from console.ui import format as fmt
@@ -18,6 +18,7 @@ from console.ui.layout import FleetLayout, fleet_layout
 from console.ui.views import pane_matches, pane_view
 from console.ui.visibility import update_row, visible_widgets
 from console.ui.widgets.activity import ActivityLog
+from console.ui.widgets.footer import ConsoleFooter
 from console.ui.widgets.gpu_pane import GpuPane
 from console.ui.widgets.host_band import HostBand
 from console.ui.widgets.router_band import RouterBand
@@ -143,7 +144,7 @@ class FleetScreen(ServerKeys, Screen):
         yield self._activity
         yield Input(placeholder="filter GPUs: host, preset, server or phase words (enter: keep, esc: clear)",
                     id="fleet-filter", disabled=True)
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         self.sync()

@@ -1,4 +1,5 @@
-"""HelpScreen (`?`): every binding of the screen below, with its keymap id, so a `[keymap]` table is easy to write."""
+"""HelpScreen (`?`): the keys of the screen below grouped by purpose, with keymap ids, so a `[keymap]` table is easy
+to write. Textual's own plumbing (focus cycling, copy-text, the palette's binding) is left out."""
 
 from __future__ import annotations
 
@@ -9,29 +10,66 @@ from textual.content import Content
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Select", ("left", "right", "up", "down", "mark", "fleet-filter")),
+    ("Servers", ("details", "launch", "relaunch", "stop", "probe", "chat", "bench")),
+    ("Log", ("search", "search-next", "search-prev", "filter", "traceback", "follow", "wrap", "older-log",
+             "current-log", "copy", "save", "info")),
+    ("Console", ("back", "help", "theme", "quit")),
+)
+"""Help sections in the order a person looks for them; ids not named here go under 'Other'."""
+SCREEN_TITLES = {"FleetScreen": "Fleet screen", "ServerScreen": "Server screen", "ChatScreen": "Chat",
+                 "BenchScreen": "Bench", "LaunchScreen": "Launch"}
+INTERNAL_ACTIONS = {"focus_next", "focus_previous", "copy_text", "command_palette", "app.focus_next",
+                    "app.focus_previous", "screen.copy_text", "app.command_palette", "maximize", "minimize",
+                    "screen.maximize", "screen.minimize"}
+"""Textual's own bindings: real, but not this console's keys (ctrl+p is named in the footer of the help)."""
+
+
+def grouped(rows: list[tuple[str, str, str, bool]]) -> list[tuple[str, list[tuple[str, str, str, bool]]]]:
+    """Rows in GROUPS order, each group's in its listed order; empty groups dropped."""
+    by_id = {r[2]: r for r in rows}
+    out: list[tuple[str, list[tuple[str, str, str, bool]]]] = []
+    named: set[str] = set()
+    for title, ids in GROUPS:
+        members = [by_id[i] for i in ids if i in by_id]
+        named.update(ids)
+        if members:
+            out.append((title, members))
+    rest = [r for r in rows if r[2] not in named]
+    if rest:
+        out.append(("Other", sorted(rest, key=lambda r: r[2])))
+    return out
+
 
 def binding_rows(screen: Screen) -> list[tuple[str, str, str, bool]]:
     """(keys, description, id, enabled) for the screen's active bindings, keymap applied, grouped by id."""
     rows: dict[str, tuple[list[str], str, str, bool]] = {}
     for key, ab in screen.active_bindings.items():
         b = ab.binding
+        if b.action in INTERNAL_ACTIONS:
+            continue
         ident = b.id or b.action
         desc = b.tooltip or b.description or b.action
-        keys, _, _, _ = rows.setdefault(ident, ([], desc, ident, ab.enabled))
+        keys, had, _, _ = rows.setdefault(ident, ([], desc, ident, ab.enabled))
+        if b.tooltip and had != b.tooltip:  # Textual's ctrl+q shares the 'quit' id: the console's words win
+            rows[ident] = (keys, b.tooltip, ident, ab.enabled)
         display = screen.app.get_key_display(b)
         keys.append(display if display else key)
     return [(" ".join(dict.fromkeys(k)), d, i, e) for k, d, i, e in rows.values()]
 
 
 def key_table(rows: list[tuple[str, str, str, bool]]) -> Content:
-    """Three aligned columns (key, what it does, keymap id) as plain Content: a Rich Table took ~50 ms to draw."""
+    """Aligned columns (key, keymap id, what it does) under a heading per group, as plain Content (a Rich Table
+    took ~50 ms to draw)."""
     kw = max([3, *(len(k) for k, _, _, _ in rows)])
     iw = max([9, *(len(i) for _, _, i, _ in rows)])
-    head = Content.styled(f"{'key'.ljust(kw)}  {'keymap id'.ljust(iw)}  what it does", "bold underline")
-    lines = [head]
-    for keys, desc, ident, enabled in rows:
-        lines.append(Content.assemble((keys.ljust(kw), "bold"), "  ", (ident.ljust(iw), "dim"), "  ",
-                                      (desc, "" if enabled else "dim")))
+    lines = [Content.styled(f"{'key'.ljust(kw)}  {'keymap id'.ljust(iw)}  what it does", "dim")]
+    for title, members in grouped(rows):
+        lines.append(Content.styled(title, "bold underline"))
+        for keys, desc, ident, enabled in members:
+            lines.append(Content.assemble((keys.ljust(kw), "bold"), "  ", (ident.ljust(iw), "dim"), "  ",
+                                          (desc, "" if enabled else "dim")))
     return Content("\n").join(lines)
 
 
@@ -55,8 +93,9 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog"):
-            yield Static("Keys", classes="dialog-title", markup=False)
-            yield Static(key_table(sorted(binding_rows(self.under), key=lambda r: r[2])), markup=False)
+            title = SCREEN_TITLES.get(type(self.under).__name__, type(self.under).__name__)
+            yield Static(f"Keys: {title}", classes="dialog-title", markup=False)
+            yield Static(key_table(binding_rows(self.under)), markup=False)
             yield Static("ctrl+p: command palette (server: relaunch, host: reconnect, …)\n"
                          "remap any id in hosts.toml [keymap], e.g. launch = \"ctrl+l\"", classes="help-foot",
                          markup=False)

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.events import Key
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from console.config import user_state_dir
 from console.fleet.state import ServerState
@@ -22,6 +22,7 @@ from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.logsearch import find_traceback
 from console.ui.screens.fleet import ServerKeys
 from console.ui.views import ServerPage, server_page
+from console.ui.widgets.footer import ConsoleFooter
 from console.ui.widgets.gpu_pane import colours, spans
 from console.ui.widgets.log_view import LogView
 
@@ -129,7 +130,7 @@ class ServerScreen(ServerKeys, Screen):
                 yield Static("Facts", classes="section", markup=False)
                 yield Static(id="facts", markup=False)
         yield Input(placeholder="search the log (enter: keep, esc: close)", id="search")
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         self._narrow: bool | None = None
