@@ -57,12 +57,17 @@ SECURITY_HEADERS = {
 }
 
 
+DRIVER_ENV = "DFC_SERVE_DRIVER"
+"""`module:Class` of the sessions' Textual driver instead of ours (`textual.drivers.web_driver:WebDriver`:
+Textual's own, for an A/B in benchmarks/bench_serve_browser.py, or if a future Textual breaks ours)."""
+
+
 class SessionService(AppService):
     """textual-serve's session process, under the console's own WebDriver (prompt Escape)."""
 
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         env = super()._build_environment(width=width, height=height)
-        env["TEXTUAL_DRIVER"] = DRIVER
+        env["TEXTUAL_DRIVER"] = env.pop(DRIVER_ENV, "") or DRIVER
         return env
 
 
