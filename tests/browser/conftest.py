@@ -21,8 +21,11 @@ def chromium_path() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """Module-scoped, not session-scoped: while Playwright's sync API is open it holds an event loop running in
+    this thread, and every async test that ran after it in the same process (worker) failed with "Runner.run()
+    cannot be called from a running event loop"."""
     path = chromium_path()
     if path is None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium; `scripts/bootstrap --test` "
