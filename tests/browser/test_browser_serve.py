@@ -29,11 +29,11 @@ def served():
         yield s
 
 
-def open_page(browser, served: Served):
-    """A fresh browser context (no cookie) whose requests may go to the served console only."""
+def open_page(browser, base: str):
+    """A fresh browser context (no cookie) whose requests may go to `base` (the served console) only."""
     ctx = browser.new_context(viewport=VIEWPORT)
     elsewhere: list[str] = []
-    own = urlsplit(served.base).netloc
+    own = urlsplit(base).netloc
 
     def route(r) -> None:
         if urlsplit(r.request.url).netloc == own:
@@ -56,7 +56,7 @@ def wait_until(cond, timeout: float, what: str) -> None:
 
 
 def test_the_demo_renders_in_chromium_and_keys_reach_it(browser, served: Served, artifacts: Path) -> None:
-    ctx, page, mirror, elsewhere = open_page(browser, served)
+    ctx, page, mirror, elsewhere = open_page(browser, served.base)
     try:
         resp = page.goto(served.url)
         assert resp is not None and resp.ok
@@ -94,7 +94,7 @@ def test_the_demo_renders_in_chromium_and_keys_reach_it(browser, served: Served,
 
 
 def test_a_wrong_token_gets_no_console(browser, served: Served) -> None:
-    ctx, page, mirror, _ = open_page(browser, served)
+    ctx, page, mirror, _ = open_page(browser, served.base)
     try:
         wrong = page.goto(served.base + "/?token=" + "x" * len(TOKEN))
         assert wrong is not None and wrong.status == 403
@@ -111,7 +111,7 @@ def test_a_wrong_token_gets_no_console(browser, served: Served) -> None:
 
 def test_sigterm_ends_every_session(browser, artifacts: Path) -> None:
     with serve("--demo") as s:
-        ctx, page, mirror, _ = open_page(browser, s)
+        ctx, page, mirror, _ = open_page(browser, s.base)
         try:
             page.goto(s.url)
             mirror.wait_for(*FLEET, timeout=20)
@@ -134,7 +134,7 @@ def test_a_hosts_file_with_actions_allowed(browser, tmp_path: Path) -> None:
     try:
         with serve("--hosts", str(hosts), "--allow-actions", env={"DFLASH_STATE_DIR": str(tmp_path / "state")}) as s:
             assert "actions ALLOWED" in "\n".join(s.banner)
-            ctx, page, mirror, _ = open_page(browser, s)
+            ctx, page, mirror, _ = open_page(browser, s.base)
             try:
                 page.goto(s.url)
                 screen = mirror.wait_for("ct129", "GPU0 RTX A6000", "GPU1 RTX A6000", timeout=20)
