@@ -27,7 +27,8 @@ def test_band_parts_per_phase():
     v = RouterView("lb", "bw", 31080, "round_robin", phase="stopped")
     head, body = band_parts(v, [("u", None, True, None, None)] * 3, [], 0.0)
     assert _text(head) == "○ router lb :31080 round_robin  stopped"
-    assert _text(body) == "l: start it over the 3 serving replicas"
+    assert _text(body) == "l: start it over the 3 replicas that answer now"
+    assert "serving" not in _text(band_parts(v, [], [], 0.0)[1])
     w = (RouterWorker("1", "http://127.0.0.1:31000", True, 2), RouterWorker("2", "http://127.0.0.1:31001", False, 0))
     run = RouterView("lb", "bw", 31080, "round_robin", phase="running", workers=w, rps=12.34, started_at=100.0,
                      last_change="removed http://127.0.0.1:31002")
@@ -59,9 +60,14 @@ async def test_l_on_the_band_starts_the_router_s_stops_it(monkeypatch: pytest.Mo
             band = await wait_until(lambda: next(iter(app.screen.query(RouterBand)), None), patient(10), "the band")
 
             def shown() -> str:
-                return getattr(band, "_dfc_shown", ("",))[0]
+                return band.text
 
-            await wait_until(lambda: "l: start it over the 2 serving replicas" in shown(), patient(10), "stopped band")
+            try:
+                await wait_until(lambda: "l: start it over the 2 replicas that answer now" in shown(), patient(10),
+                                 "the stopped band")
+            except AssertionError as e:
+                raise AssertionError(f"{e}; the band shows {shown()!r}, display={band.display}, "
+                                     f"manager={getattr(app, 'router_manager', None)}") from None
             band.focus()
             await pilot.pause()
             await pilot.press("l")

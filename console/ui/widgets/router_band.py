@@ -73,9 +73,11 @@ def band_parts(v: RouterView, workers: list[tuple[str, str | None, bool, int | N
             body.append((fmt.clean(v.last_change, 120), "dim"))
     elif v.phase == "crashed":
         head.append((f": {fmt.clean(v.error or '', 160)}", "phase-crashed"))
-        body.append(("l: start it again · enter the log: " + fmt.clean(v.log_path or "-", 100), "dim"))
+        body.append(("l: start it again · its log: " + fmt.clean(v.log_path or "-", 100), "dim"))
     elif v.phase == "stopped":
-        body.append((f"l: start it over the {len(workers)} serving replica{'s' if len(workers) != 1 else ''}", "dim"))
+        n = len(workers)  # worded without phase names: "serving" on the band would read as a server's phase
+        body.append((f"l: start it over the {n} replica{'s that answer' if n != 1 else ' that answers'} now" if n else
+                     "l: start it (no replica answers yet; they are added as they come up)", "dim"))
     elif v.phase == "starting" and v.error:
         head.append((f" ({fmt.clean(v.error, 80)})", "dim"))
     elif v.phase == "unknown" and v.error:
@@ -102,6 +104,8 @@ class RouterBand(Static, can_focus=True):
     def __init__(self, router: str) -> None:
         super().__init__(markup=False, id=f"router-{router}")
         self.router = router
+        self.text = ""
+        """What the band shows now, as plain text."""
 
     @property
     def target(self) -> str:
@@ -133,7 +137,9 @@ class RouterBand(Static, can_focus=True):
         head, body = band_parts(v, workers, missing if v.phase == "running" else [], time.time())
         c = colours(self)
         lines = [Content.assemble(*((t, c.get(k, k)) if k else t for t, k in row)) for row in (head, body)]
-        update_row(self, Content("\n").join(lines))
+        shown = Content("\n").join(lines)
+        self.text = shown.plain
+        update_row(self, shown)
 
     # -- keys -----------------------------------------------------------------------------------
     def _mgr(self) -> RouterManager | None:
