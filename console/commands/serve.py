@@ -11,6 +11,8 @@ import os
 import sys
 
 DEFAULT_PORT = 8000
+LOOPBACK = {"127.0.0.1": "127.0.0.1", "localhost": "localhost", "::1": "[::1]"}
+"""Bind addresses only this machine reaches, and how `ssh -L` names each."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
     def banner(url: str) -> None:
         _say(f"dflash-console serve: open {url}")
         _say(f"  {describe(opts)}")
-        if args.host in ("127.0.0.1", "localhost", "::1"):
-            port = server.bound_port
-            _say(f"  from your laptop: ssh -L {port}:127.0.0.1:{port} THIS_HOST, then open the URL there")
+        if args.host in LOOPBACK:
+            port, there = server.bound_port, LOOPBACK[args.host]
+            _say(f"  from your laptop: ssh -N -L {port}:{there}:{port} THIS_HOST, then open the URL there")
         else:
             _say(f"  warning: bound to {args.host}: plain HTTP, the token crosses the network unencrypted")
         _say("  Ctrl+C stops the server and every session")

@@ -34,7 +34,7 @@ def test_banner_prints_the_whole_token_and_the_tunnel_recipe(served) -> None:
     assert len(served.token) >= 32 and "*" not in served.token  # past the CLI's secret masking, on purpose
     text = "\n".join(served.banner)
     port = served.base.rsplit(":", 1)[1]
-    assert f"ssh -L {port}:127.0.0.1:{port} " in text
+    assert f"ssh -N -L {port}:127.0.0.1:{port} " in text
     assert "read-only" in text and "demo" in text
 
 
