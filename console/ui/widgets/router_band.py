@@ -106,6 +106,7 @@ class RouterBand(Static, can_focus=True):
         self.router = router
         self.text = ""
         """What the band shows now, as plain text."""
+        self._phase = ""
 
     @property
     def target(self) -> str:
@@ -123,6 +124,10 @@ class RouterBand(Static, can_focus=True):
         if mgr is None or self.router not in mgr.views:
             return
         v = mgr.views[self.router]
+        if v.phase == "crashed" and self._phase in ("running", "starting"):  # told once, as a server crash is
+            self.app.notify(f"router {self.router} exited: {fmt.clean(v.error or '', 200)}", severity="error",
+                            markup=False, timeout=10)
+        self._phase = v.phase
         workers = sorted(((w.url, mgr.replica_of(self.router, w.url), w.healthy, w.load, v.worker_rps.get(w.url))
                           for w in v.workers), key=lambda w: (w[1] is None, w[1] or w[0]))
         listed = {w.url for w in v.workers}
