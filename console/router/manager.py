@@ -185,7 +185,7 @@ class RouterManager:
     async def sync(self, name: str) -> Changes:
         """Make the router's workers the ready replicas: add the missing, remove the crashed/stopped ones."""
         v = self.views[name]
-        if v.phase != "running":
+        if v.phase != "running" or self.ctl.read_only:  # read-only watches, never changes the router
             return Changes()
         now = time.time()
         pending = self._pending[name]

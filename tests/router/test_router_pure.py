@@ -161,3 +161,19 @@ def test_scaling_table():
     assert lines[0].split()[:4] == ["C", "one", "replica", "tok/s"] and "router (4) tok/s" in lines[0]
     assert lines[1].split() == ["1", "64", "63", "0.98x", "28/48", "0/0"]
     assert lines[2].split() == ["32", "658", "1,359", "2.07x", "366/98", "0/1"]
+
+
+async def test_read_only_refuses_router_actions_before_touching_a_host():
+    from console.fleet.controller import FleetController
+    from console.router.manager import RouterManager
+
+    f = fleet('[routers.lb]\nhost = "bw"\npresets = ["gen"]\nport = 31080\n')
+    ctl = FleetController(f, read_only=True)  # never started: a refusal must not need the host
+    mgr = RouterManager(ctl)
+    try:
+        for out in (await mgr.up("lb"), await mgr.down("router:lb")):
+            assert not out.ok and out.message.startswith("read-only:")
+        mgr.views["lb"] = RouterView("lb", "bw", 31080, "round_robin", phase="running")
+        assert not await mgr.sync("lb")
+    finally:
+        await mgr.aclose()
