@@ -25,6 +25,7 @@ from console.ui import gcpolicy
 from console.ui.actions import MUTATING, ActionsMixin
 from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
 from console.ui.messages import FleetChanged
+from console.ui.textual_private import exiting_on_error
 from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
 
 SYNC_MIN_S = 0.5
@@ -110,7 +111,7 @@ class DflashApp(ActionsMixin, App[int]):
         return self.clock()
 
     def get_driver_class(self) -> type[Driver]:
-        from console.ui.driver import driver_class
+        from console.ui.textual_private import driver_class
 
         return driver_class(super().get_driver_class())
 
@@ -217,7 +218,7 @@ class DflashApp(ActionsMixin, App[int]):
         self._last_sync = time.monotonic()
         hosts, self._dirty_hosts = self._dirty_hosts, set()
         self._urgent = False
-        if self._exit_renderables or not self.is_running:
+        if exiting_on_error(self) or not self.is_running:
             return
         self._ready_fallback()
         for screen in self.screen_stack:

@@ -6,7 +6,12 @@ state sync it was 40 % of the console's CPU under a log flood (benchmarks/bench_
 
 from __future__ import annotations
 
+from weakref import WeakKeyDictionary
+
 from textual.screen import Screen
+
+_signatures: WeakKeyDictionary[Screen, tuple[object, ...]] = WeakKeyDictionary()
+"""Each screen's bindings (key, enabled, action) as last refreshed."""
 
 
 def refresh_bindings_if_changed(screen: Screen) -> None:
@@ -15,6 +20,6 @@ def refresh_bindings_if_changed(screen: Screen) -> None:
     except Exception:  # not mounted yet: refresh as usual
         screen.refresh_bindings()
         return
-    if sig != getattr(screen, "_dfc_binding_sig", None):
-        screen._dfc_binding_sig = sig  # type: ignore[attr-defined]
+    if sig != _signatures.get(screen):
+        _signatures[screen] = sig
         screen.refresh_bindings()

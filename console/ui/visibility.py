@@ -3,33 +3,21 @@
 A fleet of 8 hosts × 8 GPUs has 64 panes but a terminal shows a dozen or two; building and diffing
 the hidden ones on every state sync was most of the console's CPU (benchmarks/bench_console_cpu.py).
 Asking a hidden widget for its `size` is worse: Textual then re-arranges the whole screen to find it.
+The compositor is asked in console/ui/textual_private.py (a private Textual API, fenced there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Container
+from weakref import WeakKeyDictionary
 
 from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Static
 
+from console.ui.textual_private import visible_widgets as visible_widgets
 
-class _Everything:
-    """Stands in when the compositor cannot be asked: every widget counts as visible."""
-
-    def __contains__(self, _item: object) -> bool:
-        return True
-
-
-EVERYTHING: Container[Widget] = _Everything()
-
-
-def visible_widgets(widget: Widget) -> Container[Widget]:
-    """The widgets of `widget`'s screen that the last layout placed on screen (cheap: cached by Textual)."""
-    try:
-        return widget.screen._compositor.visible_widgets  # private, but no public equivalent
-    except Exception:
-        return EVERYTHING
+_shown: WeakKeyDictionary[Static, tuple[object, ...]] = WeakKeyDictionary()
+"""What each one-row Static shows now (text and spans), kept beside the widget rather than on it."""
 
 
 def update_row(widget: Static, content: Content) -> None:
@@ -38,8 +26,8 @@ def update_row(widget: Static, content: Content) -> None:
     `Static.update` re-lays out the whole screen (64 panes) by default, even for the same text.
     """
     key = (content.plain, tuple(content.spans))
-    if key != getattr(widget, "_dfc_shown", None):
-        widget._dfc_shown = key  # type: ignore[attr-defined]
+    if key != _shown.get(widget):
+        _shown[widget] = key
         widget.update(content, layout=False)
 
 

@@ -108,7 +108,7 @@ async def test_user_theme_selected_by_flag(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_escape_wait_follows_the_parser_not_the_idle_poll() -> None:
-    from console.ui.driver import POLL_S, next_wait
+    from console.ui.textual_private import POLL_S, next_wait
 
     assert next_wait(None, 100.0) == POLL_S
     assert next_wait(100.010, 100.0) == pytest.approx(0.010)

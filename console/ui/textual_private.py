@@ -1,0 +1,121 @@
+"""Every use of a private Textual API, fenced here, each with a test (tests/ui/test_textual_private.py).
+
+Textual is pinned exactly (pyproject.toml) because of these; after a Textual bump, those tests say which
+one moved. Nothing else in the console reaches into `textual._*` or an underscored Textual attribute.
+
+1. `Screen._compositor.visible_widgets`: which widgets the last frame put on screen, so off-screen GPU
+   panes skip their per-sync work (64 panes, a dozen visible; benchmarks/bench_console_cpu.py). The
+   public way, asking a hidden widget for its region, re-arranges the whole screen.
+2. `App._exit_renderables`: non-empty once the app is exiting on an error (a crashed worker, `panic`);
+   a state sync then must not touch widgets that are being torn down.
+3. `LinuxDriver.run_input_thread` with `textual._xterm_parser.XTermParser` (its `_timeout_time`),
+   `textual._loop.loop_last` and `textual._time.get_time`: Textual's input loop polls stdin every 100 ms
+   and only then notices that a lone ESC was the Escape key, so every Escape took 100-130 ms whatever
+   ESCDELAY said (benchmarks/bench_keypress.py). PromptEscapeDriver is the same loop, except that `select`
+   wakes when the parser's ESC wait ends. If Textual's internals move, `driver_class()` keeps Textual's.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+from codecs import getincrementaldecoder
+from collections.abc import Container
+
+from textual.app import App
+from textual.driver import Driver
+from textual.widget import Widget
+
+POLL_S = 0.1
+"""Textual's own idle poll (it also bounds how quickly the input thread sees an exit request)."""
+
+
+class _Everything:
+    """Stands in when the compositor cannot be asked: every widget counts as visible."""
+
+    def __contains__(self, _item: object) -> bool:
+        return True
+
+
+EVERYTHING: Container[Widget] = _Everything()
+
+
+# -- 1. the compositor's visible widgets -----------------------------------------------------------------
+def visible_widgets(widget: Widget) -> Container[Widget]:
+    """The widgets of `widget`'s screen that the last layout placed on screen (cheap: cached by Textual)."""
+    try:
+        return widget.screen._compositor.visible_widgets
+    except Exception:  # not mounted, or Textual moved it: everything counts as visible (correct, just slower)
+        return EVERYTHING
+
+
+# -- 2. the app's exit renderables -----------------------------------------------------------------------
+def exiting_on_error(app: App[object]) -> bool:
+    """The app is going down with an error to print (a crashed worker, `panic`): leave the widgets alone."""
+    return bool(getattr(app, "_exit_renderables", None))
+
+
+# -- 3. the input loop -----------------------------------------------------------------------------------
+def next_wait(timeout_at: float | None, now: float, poll_s: float = POLL_S) -> float:
+    """Seconds `select` may sleep: the idle poll, or less when the parser's ESC wait ends sooner."""
+    if timeout_at is None:
+        return poll_s
+    return max(0.0, min(poll_s, timeout_at - now))
+
+
+try:
+    from textual._loop import loop_last
+    from textual._time import get_time
+    from textual._xterm_parser import XTermParser
+    from textual.drivers.linux_driver import LinuxDriver
+except ImportError:  # another platform or another Textual: keep Textual's driver
+    LinuxDriver = None  # type: ignore[assignment,misc]  # the name stays bound; driver_class() checks it
+
+
+if LinuxDriver is not None:
+
+    class PromptEscapeDriver(LinuxDriver):
+        """LinuxDriver with an input loop that honours ESCDELAY for a lone Escape."""
+
+        def run_input_thread(self) -> None:
+            selector = selectors.SelectSelector()
+            selector.register(self.fileno, selectors.EVENT_READ)
+            fileno = self.fileno
+            event_read = selectors.EVENT_READ
+            parser = XTermParser(self._debug)
+            feed, tick = parser.feed, parser.tick
+            decode = getincrementaldecoder("utf-8")().decode
+
+            def process(selector_events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> None:
+                for last, (_key, mask) in loop_last(selector_events):
+                    if mask & event_read:
+                        data = decode(os.read(fileno, 1024 * 4), final=final and last)
+                        if not data:
+                            break
+                        for event in feed(data):
+                            self.process_message(event)
+                for event in tick():
+                    self.process_message(event)
+
+            def wait() -> float:
+                return next_wait(getattr(parser, "_timeout_time", None), get_time())
+
+            try:
+                while not self.exit_event.is_set():
+                    process(selector.select(wait()))
+                selector.unregister(self.fileno)
+                process(selector.select(POLL_S), final=True)
+            finally:
+                selector.close()
+                try:
+                    for _event in feed(""):
+                        pass
+                except Exception:  # EOF or a parse error at shutdown: nothing more to deliver
+                    pass
+
+
+def driver_class(default: type[Driver]) -> type[Driver]:
+    """Our driver where Textual would use its plain LinuxDriver; Textual's choice everywhere else."""
+    if LinuxDriver is not None and default is LinuxDriver:
+        return PromptEscapeDriver
+    return default

@@ -1,0 +1,113 @@
+"""One test per private Textual API that console/ui/textual_private.py leans on: after a Textual bump, these
+name the trick that broke (Textual is pinned exactly in pyproject.toml for their sake)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import time
+import tomllib
+from pathlib import Path
+
+import textual
+from textual.app import App, ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from console.ui import textual_private as tp
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_textual_is_the_pinned_version() -> None:
+    """The pin and the installed Textual agree, so these tests speak for the version the console ships with."""
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pin = next(d for d in deps if re.match(r"textual\s*==", d))
+    assert pin.split("==")[1].strip() == textual.__version__
+
+
+class _Tall(App[None]):
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="scroll"):
+            for i in range(40):
+                yield Static(f"row {i}", id=f"r{i}")
+
+
+async def test_compositor_visible_widgets_follows_the_last_frame() -> None:
+    """1. `Screen._compositor.visible_widgets`: what is on screen now, and it changes with a scroll."""
+    app = _Tall()
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        first, last = app.query_one("#r0", Static), app.query_one("#r39", Static)
+        shown = tp.visible_widgets(first)
+        assert shown is not tp.EVERYTHING  # the compositor answered, not the fallback
+        assert first in shown and last not in shown
+        app.query_one("#scroll", VerticalScroll).scroll_end(animate=False)
+        await pilot.pause()
+        await pilot.pause()
+        shown = tp.visible_widgets(first)
+        assert last in shown and first not in shown
+
+
+async def test_exit_renderables_mark_an_exit_on_error() -> None:
+    """2. `App._exit_renderables`: empty while the app runs, filled by `panic` (as by a crashed worker)."""
+    app = _Tall()
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        assert tp.exiting_on_error(app) is False
+        app.panic("boom")
+        assert tp.exiting_on_error(app) is True
+
+
+def test_xterm_parser_holds_a_lone_escape_until_its_timeout() -> None:
+    """3a. `XTermParser._timeout_time`: set (a `textual._time.get_time` instant, ahead of now) while a lone ESC
+    waits to be told from the start of a sequence, and the key arrives from `tick()` once it has passed."""
+    from textual._time import get_time
+    from textual._xterm_parser import XTermParser
+    from textual.events import Key
+
+    parser = XTermParser(False)
+    assert list(parser.feed("\x1b")) == []
+    due = parser._timeout_time
+    assert isinstance(due, float) and due > get_time()
+    while get_time() <= due:
+        time.sleep(0.005)
+    keys = [e for e in parser.tick() if isinstance(e, Key)]
+    assert [k.key for k in keys] == ["escape"]
+
+
+def test_loop_last_marks_only_the_last_item() -> None:
+    """3b. `textual._loop.loop_last`, used by the input loop to decode the last read as final."""
+    from textual._loop import loop_last
+
+    assert list(loop_last("abc")) == [(False, "a"), (False, "b"), (True, "c")]
+    assert list(loop_last([])) == []
+
+
+def test_linux_driver_input_loop_is_the_one_prompt_escape_driver_copies() -> None:
+    """3c. `LinuxDriver.run_input_thread`: PromptEscapeDriver is its loop with another `select` timeout, so Textual's
+    loop must still be made of the same parts (a changed loop means re-copying it, not silently diverging)."""
+    from textual.drivers.linux_driver import LinuxDriver
+
+    src = inspect.getsource(LinuxDriver.run_input_thread)
+    for part in ("XTermParser(self._debug)", "loop_last(selector_events)", "self.process_message(event)",
+                 "self.exit_event.is_set()", "selector.select(0.1)", "getincrementaldecoder(\"utf-8\")"):
+        assert part in src, part
+    assert tp.driver_class(LinuxDriver) is tp.PromptEscapeDriver
+    assert issubclass(tp.PromptEscapeDriver, LinuxDriver)
+
+
+FENCES = {
+    "console/ui/textual_private.py": "the terminal console's",
+    "console/serve/web_driver.py": "the browser twin of PromptEscapeDriver: each session's TEXTUAL_DRIVER names "
+                                   "its class by import path",
+}
+
+
+def test_no_other_module_touches_textual_privates() -> None:
+    """The fence holds: `textual._*` imports and `._compositor`/`._exit_renderables` only in the fenced modules."""
+    pattern = re.compile(r"from textual\._|import textual\._|\._compositor\b|\._exit_renderables\b|_timeout_time")
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "console").rglob("*.py"))
+             if str(p.relative_to(ROOT)) not in FENCES
+             for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert found == []
