@@ -149,3 +149,16 @@ def test_a_hosts_file_with_actions_allowed(browser, tmp_path: Path) -> None:
                 ctx.close()
     finally:
         sim_down(tmp_path / "fleet", timeout=3)
+
+
+@pytest.mark.parametrize(("width", "query", "size"), [(412, "", "9"), (800, "", "12"), (1400, "", "16"),
+                                                       (412, "&fontsize=14", "14")])
+def test_font_size_fits_a_narrow_screen(browser, served: Served, width: int, query: str, size: str) -> None:
+    """`delay=1` is textual-serve's "press Start" page: the font is chosen, no session is started."""
+    ctx = browser.new_context(viewport={"width": width, "height": 900})
+    try:
+        page = ctx.new_page()
+        page.goto(served.url + "&delay=1" + query)
+        assert page.locator("#terminal").get_attribute("data-font-size") == size
+    finally:
+        ctx.close()
