@@ -46,7 +46,7 @@ REFUSED_MISSING = ("401: this console needs its token. Open the URL that `dflash
                    "(http://HOST:PORT/?token=...), or send 'Authorization: Bearer TOKEN'.\n")
 REFUSED_WRONG = "403: wrong token.\n"
 REFUSED_ORIGIN = "403: a websocket opened from another site's page is refused.\n"
-REFUSED_FULL = f"503: {MAX_SESSIONS} browser sessions are open already; close one first.\n"
+REFUSED_FULL = "503: {n} browser sessions are open already; close one first.\n"
 
 SECURITY_HEADERS = {
     "Cache-Control": "no-store",
@@ -131,7 +131,7 @@ class ConsoleServer(Server):
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         """textual-serve's handler, counting sessions so shutdown can quit each one."""
         if len(self.sessions) >= MAX_SESSIONS:
-            raise web.HTTPServiceUnavailable(text=REFUSED_FULL)
+            raise web.HTTPServiceUnavailable(text=REFUSED_FULL.format(n=MAX_SESSIONS))
         websocket = web.WebSocketResponse(heartbeat=15)
         width = to_int(request.query.get("width", "80"), 80)
         height = to_int(request.query.get("height", "24"), 24)

@@ -53,7 +53,7 @@ async def test_session_limit_then_a_hung_session_is_killed_on_close(monkeypatch:
             assert alive(pid)
             with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
                 await http.ws_connect(url, headers=AUTH)
-            assert refused.value.status == 503
+            assert refused.value.status == 503  # ("1 browser sessions are open already")
             await first.close()
             await until(lambda: not alive(pid), 5)  # sleep ignores the quit: killed after the grace
             await until(lambda: not server.sessions, 5)
