@@ -44,7 +44,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 REFUSED_MISSING = ("401: this console needs its token. Open the URL that `dflash-console serve` printed "
                    "(http://HOST:PORT/?token=...), or send 'Authorization: Bearer TOKEN'.\n")
-REFUSED_WRONG = "403: wrong token.\n"
+REFUSED_WRONG = "403: wrong token (after a restart, `dflash-console serve` prints a new URL; open that one).\n"
 REFUSED_ORIGIN = "403: a websocket opened from another site's page is refused.\n"
 REFUSED_FULL = "503: {n} browser sessions are open already; close one first.\n"
 
