@@ -1,10 +1,12 @@
 """The router band on the fleet screen, driven by keys (Pilot) over a real controller, real sim replicas and the
-real sglang-router: `l` starts the router over the serving replicas, the band shows them healthy, `s` + `y` stops
-it. Also the band's text for each phase (pure) and its screenshot (docs/router_band.svg, looked at as PNG)."""
+real sglang-router: `l` starts the router over the serving replicas, the band shows them healthy, `b` benches
+through it while a replica is SIGKILLed (the sweep runs to its end, failures <= C), `s` + `y` stops it. Also the
+band's text for each phase (pure) and its screenshot (docs/router_band.svg, looked at as PNG)."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import tempfile
 from pathlib import Path
 
@@ -75,6 +77,41 @@ async def test_l_on_the_band_starts_the_router_s_stops_it(monkeypatch: pytest.Mo
             assert "✓ gpu0" in shown() and "✓ gpu1" in shown()
             await pilot.pause()
             app.save_screenshot(filename="router_band.svg", path=str(root))
+            # `b` on the band: a sweep through the router; one replica SIGKILLed mid-sweep; the sweep runs to its end
+            from textual.widgets import Input
+
+            from console.sim.control import inject
+            from console.ui.bench_screen import BenchForm, BenchScreen
+
+            band.focus()
+            await pilot.press("b")
+            form = await wait_until(lambda: app.screen if isinstance(app.screen, BenchForm) else None, patient(10),
+                                    "the bench form")
+            for key, value in (("concurrency", "8"), ("input_len", "16"), ("output_len", "48"), ("num_prompts", "64")):
+                form.query_one(f"#bench-form-{key}", Input).value = value
+            form.query_one("#bench-form-concurrency", Input).focus()
+            await pilot.press("enter")
+            bench = await wait_until(lambda: app.screen if isinstance(app.screen, BenchScreen) else None,
+                                     patient(10), "the bench screen")
+            assert bench.server == "router:lb"
+            victim = sorted(n for n, s in rig.ctl.state.servers.items() if s.meta.preset == PRESET)[1]
+            vport = rig.port_of(victim)
+            def done() -> int:
+                m = re.search(r"C=8: (\d+)/64", str(bench.query_one("#bench-status").render()))
+                return int(m.group(1)) if m else 0
+
+            await wait_until(lambda: done() >= 8, patient(60), "8 requests done")
+            killed_after = done()
+            inject(rig.host_dir, vport, "crash", kind="sigkill")
+            await wait_until(lambda: not bench.running and bench.levels, patient(120), "the sweep's end")
+            lv = bench.levels[0]
+            assert lv.requests == 64 and lv.errors <= 8, (lv.requests, lv.errors, lv.error_examples)
+            print(f"bench through the router, replica killed after {killed_after} of 64: {lv.errors} failed")
+            await pilot.press("escape")
+            await wait_until(lambda: len(app.router_manager.views[ROUTER].workers) == 1, patient(20),
+                             "the crashed replica removed at the router")
+            band.focus()
+            await pilot.pause()
             await pilot.press("s")
             await pilot.pause()
             await pilot.press("y")
