@@ -74,6 +74,9 @@ def cross_check(data: dict[str, Any], add: Any) -> None:
             elif isinstance(presets[pn], dict) and isinstance(host, str) and presets[pn].get("host") != host:
                 add(("routers", name, "presets", i), f"preset {pn} runs on host {presets[pn].get('host')}, "
                     f"not on the router's host {host}; a router's workers are on its own host")
+            elif isinstance(presets[pn], dict) and _keyed(presets[pn]):
+                add(("routers", name, "presets", i), f"preset {pn} requires an API key; a router in front of it "
+                    "would need that key on its own argv (sglang-router takes --api-key only), so it is not supported")
         port = r.get("port", 30080)
         mport = r.get("metrics_port")
         if isinstance(port, int) and not isinstance(port, bool) and isinstance(host, str):
@@ -100,3 +103,8 @@ def _preset_ports(p: dict[str, Any]) -> list[int]:
     tp = p.get("tp") or len(gpus) or 1
     n = len(gpus) // tp if isinstance(tp, int) and tp > 0 and gpus else 1
     return [port + i for i in range(max(n, 1))]
+
+
+def _keyed(p: dict[str, Any]) -> bool:
+    args = p.get("args") if isinstance(p.get("args"), list) else []
+    return bool(p.get("api_key_env")) or any(isinstance(a, str) and a.split("=", 1)[0] == "--api-key" for a in args)

@@ -74,6 +74,10 @@ def test_router_config_errors_are_located():
     assert all(e.startswith("hosts.toml:") for e in errs)
     assert "routers.lb.policy" in "\n".join(errors('[routers.lb]\nhost = "bw"\npresets = ["gen"]\npolicy = "fastest"\n'))
     assert "unknown host 'bww'" in "\n".join(errors('[routers.lb]\nhost = "bww"\npresets = ["gen"]\n'))
+    keyed = BASE.replace('model = "/models/q"\n[presets.other]', 'model = "/models/q"\napi_key_env = "GEN_KEY"\n[presets.other]')
+    with pytest.raises(ConfigError) as e:
+        parse_fleet(keyed + '[routers.lb]\nhost = "bw"\npresets = ["gen"]\n', "hosts.toml")
+    assert "routers.lb.presets[0]: preset gen requires an API key" in str(e.value)
 
 
 def test_worker_url_reaches_the_replica_on_its_host():
