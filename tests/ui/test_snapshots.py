@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from console.ui.app import DflashApp
 from console.ui.widgets.gpu_pane import GpuPane
 from tests.ui.fakes import NOW, FakeApi, FakeBackend, scenario
@@ -35,12 +37,14 @@ async def settle_log(pilot, done) -> None:  # type: ignore[no-untyped-def]
     await pilot.pause(0.1)
 
 
-def test_fleet_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
-    assert snap_compare(app_for(), terminal_size=(80, 24))
+SIZES = [(80, 24), (120, 36), (160, 48), (200, 60)]
 
 
-def test_fleet_200x60(snap_compare) -> None:  # type: ignore[no-untyped-def]
-    assert snap_compare(app_for(), terminal_size=(200, 60))
+@pytest.mark.parametrize("theme", ["dflash-dark", "dflash-light"])
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_fleet(snap_compare, size: tuple[int, int], theme: str) -> None:  # type: ignore[no-untyped-def]
+    """The fleet at the four sizes of issue 14, both themes, the crashed pane selected (its selection must show)."""
+    assert snap_compare(app_for(theme=theme), terminal_size=size, run_before=focus("blackwell", 1))
 
 
 def test_fleet_eight_gpus(snap_compare) -> None:  # type: ignore[no-untyped-def]
@@ -110,7 +114,3 @@ def test_help(snap_compare) -> None:  # type: ignore[no-untyped-def]
 
 def test_read_only(snap_compare) -> None:  # type: ignore[no-untyped-def]
     assert snap_compare(app_for(read_only=True), terminal_size=(120, 36), run_before=focus("ct129", 0))
-
-
-def test_light_theme(snap_compare) -> None:  # type: ignore[no-untyped-def]
-    assert snap_compare(app_for(theme="dflash-light"), terminal_size=(120, 36), run_before=focus("blackwell", 1))

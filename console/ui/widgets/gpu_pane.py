@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Container
 from dataclasses import dataclass
+from typing import Any
+from weakref import WeakKeyDictionary
 
+from textual.app import App
 from textual.color import Color
 from textual.content import Content
 from textual.message import Message
@@ -24,6 +27,10 @@ TONES = {"ready": "phase-ready", "serving": "phase-serving", "starting": "phase-
 GRAPH_MAX_ROWS = 12
 
 
+_cache: WeakKeyDictionary[App[Any], tuple[dict[str, str], dict[str, str]]] = WeakKeyDictionary()
+"""Per app: its theme variables as last seen, and the colours made from them."""
+
+
 def colours(widget: Widget) -> dict[str, str]:
     """The theme's semantic colours, with defaults before the first CSS pass (cached per theme)."""
     try:
@@ -31,11 +38,11 @@ def colours(widget: Widget) -> dict[str, str]:
         tv = app.theme_variables
     except Exception:
         return _colours({})
-    cached = getattr(app, "_dfc_colours", None)
+    cached = _cache.get(app)
     if cached is not None and cached[0] is tv:
         return cached[1]
     out = _colours(tv)
-    app._dfc_colours = (tv, out)  # type: ignore[attr-defined]  # a theme change installs a new dict
+    _cache[app] = (tv, out)  # a theme change installs a new dict
     return out
 
 
@@ -145,8 +152,9 @@ def graphs(series: list[Series], w: int, height: int, c: dict[str, str]) -> list
     heads, cols = [], []
     for sr in shown:
         label = sr.scale_text()
-        if sr.interval_s > 0:
-            label += f" · {fmt.age(sr.interval_s * min(cw, len(sr.values)))}"
+        span = f" · {fmt.age(sr.interval_s * min(cw, len(sr.values)))}" if sr.interval_s > 0 else ""
+        if len(label) + len(span) <= cw:  # the time span only whole: a cut '· 1' reads as a wrong figure
+            label += span
         heads.append(Content.styled(label[:cw].ljust(cw), c["dim"]))
         cols.append(fmt.sparkline_rows(sr.values[-cw:], cw, height, top=sr.top))
     out = [Content(" ").join(heads)]
@@ -202,13 +210,13 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         """State changed while the pane was off screen; it has not been redrawn since."""
 
     def on_focus(self) -> None:
-        self._title()
+        self._title(True)
         self.post_message(self.Selected(self.host, self.gpu))
 
     def on_blur(self) -> None:
-        self._title()
+        self._title(False)  # during Blur `has_focus` can still say True
 
-    def sync(self, visible: Container[Widget] | None = None) -> None:  # type: ignore[override]
+    def sync(self, visible: Container[Widget] | None = None) -> None:
         """Builds the pane's view; draws it when it differs from the last. Off screen only notes it is behind."""
         if self not in (visible_widgets(self) if visible is None else visible):
             self.behind = True  # caught up on show/resize, or by HostList.catch_up after a scroll
@@ -228,11 +236,11 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
             self._title()
         self.refresh()
 
-    def _title(self) -> None:
+    def _title(self, focused: bool | None = None) -> None:
         v = self.view
         if v is None:
             return
-        self.border_title = Content(("▶ " if self.has_focus else "") + v.title)
+        self.border_title = Content(("▶ " if (self.has_focus if focused is None else focused) else "") + v.title)
         self.border_subtitle = Content(v.subtitle) if v.subtitle else None
 
     def render(self) -> Content:
