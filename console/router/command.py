@@ -44,7 +44,8 @@ def worker_url(bind: str, port: int) -> str:
 def planned_workers(fleet: Fleet, name: str) -> list[str]:
     """The worker URLs of every replica the router's presets plan (what `check` prints)."""
     spec = fleet.routers[name]
-    return [worker_url(fleet.presets[p].bind, r.port) for p in spec.presets for r in expand_replicas(p, fleet.presets[p])]
+    urls = [worker_url(fleet.presets[p].bind, r.port) for p in spec.presets for r in expand_replicas(p, fleet.presets[p])]
+    return list(dict.fromkeys(urls))  # presets sharing a port (one runs at a time) plan one worker
 
 
 def state_dir(host: Host, name: str) -> str:

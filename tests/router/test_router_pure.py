@@ -62,6 +62,12 @@ def test_router_config_defaults_and_plan():
     assert words[words.index("--worker-urls") + 1] == "http://127.0.0.1:31000"
 
 
+def test_presets_sharing_a_port_plan_one_worker():
+    f = parse_fleet(BASE + '[presets.one]\nhost = "bw"\ngpus = [0]\nport = 31000\nmodel = "/m"\n'
+                    '[routers.lb]\nhost = "bw"\npresets = ["gen", "one"]\nport = 31080\n', "hosts.toml")
+    assert plan_router(f, "lb", "s").workers == tuple(f"http://127.0.0.1:{31000 + i}" for i in range(4))
+
+
 def test_router_config_errors_are_located():
     errs = errors('[routers.lb]\nhost = "bw"\npresets = ["gne", "other"]\nport = 31002\npolcy = "x"\n'
                   'args = ["--worker-urls", "http://x"]\n')
