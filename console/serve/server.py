@@ -8,7 +8,7 @@ What changes from textual-serve's own `Server`:
 - the page asks no third party for anything (its own template, without textual-serve's Google Fonts link);
 - sessions run under console/serve/web_driver.py (Escape without the input poll's 100 ms);
 - sessions are counted (at most MAX_SESSIONS console processes) and quit on shutdown, each within
-  QUIT_GRACE_S before it is killed, so Ctrl+C never leaves a console (or a demo's sim fleet) behind.
+  QUIT_GRACE_S before SIGTERM (then SIGKILL), so Ctrl+C never leaves a console (or a demo's sim fleet) behind.
 """
 
 from __future__ import annotations
@@ -38,7 +38,10 @@ MAX_SESSIONS = 8
 """Browser sessions at once: each is a console process with its own SSH connections to every host."""
 
 QUIT_GRACE_S = 8.0
-"""On shutdown each session's console gets this long to quit (a demo stops its sim servers) before SIGKILL."""
+"""On shutdown each session's console gets this long to quit (a demo stops its sim servers) before SIGTERM."""
+
+TERM_GRACE_S = 5.0
+"""After SIGTERM, this long before SIGKILL."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -179,7 +182,7 @@ class ConsoleServer(Server):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_exit)
         runner = web.AppRunner(await self._make_app(), access_log=None, handle_signals=False,
-                               shutdown_timeout=QUIT_GRACE_S + 2)
+                               shutdown_timeout=QUIT_GRACE_S + TERM_GRACE_S + 3)
         await runner.setup()
         try:
             site = web.TCPSite(runner, self.host, self.port)
@@ -211,17 +214,20 @@ def _refuse(status: int, text: str, *, challenge: bool = False) -> web.Response:
 
 
 async def _quit(service: AppService) -> None:
-    """Asks the session's console to quit; kills it if it has not within QUIT_GRACE_S (a hung app)."""
+    """Asks the session's console to quit; a console still running after QUIT_GRACE_S gets SIGTERM (a demo
+    still cleans up its sim fleet on it), then SIGKILL after TERM_GRACE_S (a hung app)."""
     try:
         await asyncio.wait_for(service.stop(), QUIT_GRACE_S)
     except Exception:  # TimeoutError, or a pipe already broken under it
         pass
     proc = getattr(service, "_process", None)  # textual-serve keeps it private; a hung one must still go
-    if proc is not None and proc.returncode is None:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(proc.wait(), 0.5)
-        if proc.returncode is None:
+    if proc is None:
+        return
+    for send, grace in ((None, 0.5), (proc.terminate, TERM_GRACE_S), (proc.kill, 2.0)):
+        if proc.returncode is not None:
+            return
+        if send is not None:
             with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), 2.0)
+                send()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(proc.wait(), grace)

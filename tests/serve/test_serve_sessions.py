@@ -1,5 +1,6 @@
 """Session bookkeeping of ConsoleServer, in-process over real sockets: the session limit, and a session whose
-process ignores the quit (here a real `sleep`, standing in for a hung console) is killed, not waited on forever."""
+process ignores the quit (a real shell or `sleep` standing in for a hung console) gets SIGTERM, then SIGKILL,
+never an endless wait."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ async def until(cond, timeout: float) -> None:
 async def test_session_limit_then_a_hung_session_is_killed_on_close(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(srv, "MAX_SESSIONS", 1)
     monkeypatch.setattr(srv, "QUIT_GRACE_S", 0.3)
-    server, task = await started("exec sleep 300")
+    monkeypatch.setattr(srv, "TERM_GRACE_S", 0.3)
+    server, task = await started("trap '' TERM; exec sleep 300")  # deaf to the quit and to SIGTERM
     url = f"http://127.0.0.1:{server.bound_port}/ws"
     try:
         async with aiohttp.ClientSession() as http:
@@ -55,7 +57,7 @@ async def test_session_limit_then_a_hung_session_is_killed_on_close(monkeypatch:
                 await http.ws_connect(url, headers=AUTH)
             assert refused.value.status == 503  # ("1 browser sessions are open already")
             await first.close()
-            await until(lambda: not alive(pid), 5)  # sleep ignores the quit: killed after the grace
+            await until(lambda: not alive(pid), 5)  # killed after both graces
             await until(lambda: not server.sessions, 5)
             again = await http.ws_connect(url, headers=AUTH)  # the slot is free again
             await until(lambda: any(getattr(s, "_process", None) for s in server.sessions), 5)
@@ -69,3 +71,23 @@ async def test_session_limit_then_a_hung_session_is_killed_on_close(monkeypatch:
         server.request_exit()
         if not task.done():
             task.cancel()
+
+
+async def test_a_session_that_ignores_quit_gets_sigterm_first(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """A demo's console cleans up its sim fleet on SIGTERM, so that comes before SIGKILL."""
+    monkeypatch.setattr(srv, "QUIT_GRACE_S", 0.3)
+    monkeypatch.setattr(srv, "TERM_GRACE_S", patient(5))
+    mark = tmp_path / "got-term"
+    server, task = await started(f"trap 'echo term > {mark}; exit 0' TERM; while :; do sleep 0.05; done")
+    try:
+        async with aiohttp.ClientSession() as http:
+            ws = await http.ws_connect(f"http://127.0.0.1:{server.bound_port}/ws", headers=AUTH)
+            await until(lambda: any(getattr(s, "_process", None) for s in server.sessions), 5)
+            (service,) = server.sessions
+            pid = service._process.pid  # type: ignore[union-attr]
+            await ws.close()
+            await until(lambda: not alive(pid), 10)
+            assert mark.read_text() == "term\n"
+    finally:
+        server.request_exit()
+        await asyncio.wait_for(task, patient(5))
