@@ -28,6 +28,7 @@ BENCHMARKS: list[tuple[str, list[str], list[str], int]] = [
     ("bench_keypress", [], ["--presses", "4", "--seconds", "25"], 180),
     ("bench_sim_tolerance", [], ["--concurrency", "1,16"], 120),
     ("bench_cli_startup", [], ["--repeat", "3"], 180),
+    ("bench_status_ssh", [], ["--repeat", "2", "--hosts", "2"], 300),
     ("bench_logview_pull", [], ["--pulls", "30"], 120),
 ]
 
