@@ -116,6 +116,13 @@ class RouterManager:
                 out.append(rc.worker_url(m.bind, m.port))
         return sorted(set(out))
 
+    def unsure_urls(self, name: str) -> list[str]:
+        """Live replicas that look like serving but whose /health has not answered (or said 503) yet."""
+        spec = self.fleet.routers[name]
+        return sorted({rc.worker_url(s.meta.bind, s.meta.port) for s in self.ctl.state.servers.values()
+                       if s.meta.preset in spec.presets and s.meta.host == spec.host and s.meta.port is not None
+                       and s.alive and s.phase.up and s.health in (None, "warming")})
+
     def owned_urls(self, name: str) -> list[str]:
         """Every URL the router's presets plan or have run on: the workers the console may remove."""
         spec = self.fleet.routers[name]
@@ -187,9 +194,12 @@ class RouterManager:
         v = self.views[name]
         if v.phase != "running" or self.ctl.read_only:  # read-only watches, never changes the router
             return Changes()
+        if not await self.ctl.wait_discovered(v.host, 0.01):
+            return Changes()  # until the host's servers are re-attached, a missing one is unknown, not stopped
         now = time.time()
         pending = self._pending[name]
-        ch = plan_changes(self.ready_urls(name), self.owned_urls(name), list(v.workers), pending, now)
+        ch = plan_changes(self.ready_urls(name), self.owned_urls(name), list(v.workers), pending, now,
+                          self.unsure_urls(name))
         if not ch:
             return ch
         api = await self.api(name)

@@ -25,13 +25,17 @@ class Changes:
 
 
 def plan_changes(ready: Iterable[str], owned: Iterable[str], listed: list[RouterWorker],
-                 pending: dict[str, float] | None = None, now: float = 0.0) -> Changes:
+                 pending: dict[str, float] | None = None, now: float = 0.0, unsure: Iterable[str] = ()) -> Changes:
     """`ready`: URLs of the replicas that serve now; `owned`: every URL of the router's presets (ready or not);
-    `listed`: the router's workers; `pending`: URL -> when an add was accepted."""
-    ready_set, owned_set = set(ready), set(owned) | set(ready)
+    `listed`: the router's workers; `pending`: URL -> when an add was accepted; `unsure`: URLs of live replicas
+    whose /health has not answered yet (a console that just opened): neither added nor removed."""
+    ready_set, owned_set, unsure_set = set(ready), set(owned) | set(ready), set(unsure) - set(ready)
     seen: set[str] = set()
     remove = []
     for w in listed:
+        if w.url in unsure_set and w.url not in seen:
+            seen.add(w.url)
+            continue
         if w.url in owned_set and (w.url not in ready_set or w.url in seen):
             remove.append(w)  # a replica that crashed, stopped or is starting again; or a duplicate entry
         seen.add(w.url)

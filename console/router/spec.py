@@ -106,5 +106,6 @@ def _preset_ports(p: dict[str, Any]) -> list[int]:
 
 
 def _keyed(p: dict[str, Any]) -> bool:
-    args = p.get("args") if isinstance(p.get("args"), list) else []
+    raw = p.get("args")
+    args: list[Any] = raw if isinstance(raw, list) else []
     return bool(p.get("api_key_env")) or any(isinstance(a, str) and a.split("=", 1)[0] == "--api-key" for a in args)

@@ -120,6 +120,10 @@ def test_plan_changes():
     assert not plan_changes([a, b], [a, b], w[:2])
     dup = plan_changes([a], [a], [RouterWorker("1", a, True, 0), RouterWorker("2", a, True, 0)])
     assert [x.id for x in dup.remove] == ["2"] and not dup.add
+    # a console that just opened: a live replica without a /health answer yet is neither removed nor added
+    assert not plan_changes([], [a, b], w[:2], unsure=[a, b])
+    assert [x.id for x in plan_changes([a], [a, b], w[:2], unsure=[b]).remove] == []
+    assert [x.id for x in plan_changes([a], [a, b], w[:2], unsure=[]).remove] == ["ib"]
     # an add the router accepted a moment ago is not sent again while its job queue registers it
     assert not plan_changes([c], [c], [], {c: 100.0}, now=100.0 + ADD_PENDING_S - 1)
     assert plan_changes([c], [c], [], {c: 100.0}, now=100.0 + ADD_PENDING_S + 1).add == (c,)
