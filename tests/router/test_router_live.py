@@ -4,6 +4,7 @@ crashed worker removed at the router, the relaunched one added back), down."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import tempfile
@@ -11,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from console.fleet.controller import FleetController
+from console.fleet.journal import Journal
 from console.router.command import worker_url
+from console.router.manager import RouterManager
 from console.sglang.client import SGLangClient
 from tests.patience import patient
 from tests.router.scenario import PRESET, ROUTER, crash_under_load, open_rig, wait_until
@@ -52,12 +56,27 @@ async def test_router_up_chat_crash_under_load_relaunch_down(root: Path, monkeyp
         again = await rig.mgr.up(ROUTER)
         assert not again.ok and "already running" in again.message
 
+        # a second console opening now (nothing re-attached, no /health answer yet) leaves the workers alone
+        fresh = FleetController(rig.ctl.fleet, journal=Journal(root / "journal2.jsonl"))
+        await fresh.start()
+        other = RouterManager(fresh)
+        try:
+            for _ in range(10):
+                await other.refresh(ROUTER)
+                assert not await other.sync(ROUTER)
+                await asyncio.sleep(0.1)
+            assert other.views[ROUTER].phase == "running"
+        finally:
+            await other.aclose()
+            await fresh.close()
+        assert len((await rig.mgr.refresh(ROUTER)).workers) == 3
+
         # chat through the router: one OpenAI endpoint for the three servers
         url = await rig.ctl.server_url(f"router:{ROUTER}")
         answer = await SGLangClient(url).probe()
         assert answer.error is None and answer.text, answer.error
 
-        watch = __import__("asyncio").create_task(rig.mgr.watch(every=0.5))
+        watch = asyncio.create_task(rig.mgr.watch(every=0.5))
         try:
             res = await crash_under_load(rig, concurrency=12, num_prompts=120)
             # the bench ran to its end; only requests in flight on the killed replica may fail
