@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from console.fleet.controller import FleetController
     from console.router.manager import RouterManager
 
-VERBS = ("up", "down", "restart", "status", "sync", "bench")
+VERBS = ("up", "down", "restart", "status", "sync", "bench", "logs")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input-len", type=int, default=256, help="bench: prompt words per request (256)")
     p.add_argument("--output-len", type=int, default=128, help="bench: tokens per answer (128)")
     p.add_argument("--num-prompts", type=int, default=None, help="bench: requests per level (default 5 x C)")
+    p.add_argument("-n", "--lines", type=int, default=40, help="logs: the last N lines of the router's log (40)")
     p.set_defaults(func=run)
 
 
@@ -144,6 +145,20 @@ def run(args: argparse.Namespace) -> int:
                 for n in names:
                     await mgr.refresh(n)
                     print_view(mgr, n)
+                return EXIT_OK
+            if args.verb == "logs":
+                from console.remote_text import for_terminal
+
+                v = await mgr.refresh(name)
+                if not v.log_path:
+                    return fail(f"router {name} has no log on {v.host} (never started, or stopped)", EXIT_FAILED)
+                from console.router.command import log_tail_script
+
+                r = await ctl.links[v.host].run(log_tail_script(v.log_path, 256 * 1024), timeout=20)
+                lines = for_terminal(r.stdout).splitlines()[-max(1, args.lines):]
+                print(mask(f"==> {v.log_path} ({v.phase})"))
+                for ln in lines:
+                    print(mask(ln))
                 return EXIT_OK
             if args.verb == "sync":
                 v = await mgr.refresh(name)

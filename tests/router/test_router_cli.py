@@ -60,6 +60,9 @@ def test_router_cli_on_a_local_sim_host():
         assert r.returncode == 0, r.stderr
         assert "(one replica) vs router lb over 2 healthy workers" in r.stdout
         assert next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("2 ")).split()[-1] == "0/0"
+        r = run(hosts, "router", "logs", "lb", "-n", "5", state=st)
+        assert r.returncode == 0 and "/logs/router-lb_" in r.stdout and "\x1b" not in r.stdout, r.stdout
+        assert len(r.stdout.splitlines()) == 6  # the header and 5 lines, its colour codes stripped
         r = run(hosts, "router", "sync", "lb", state=st)
         assert r.returncode == 0 and "workers already match the 2 serving replicas" in r.stdout
         r = run(hosts, "router", "down", "lb", state=st)
