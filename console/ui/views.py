@@ -8,11 +8,11 @@ where a tone is a semantic colour name (`ready`, `crashed`, `dim`, ...) the widg
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Reversible
 from dataclasses import dataclass
 from itertools import islice
 
-from console.fleet.state import FleetState, GpuState, HostState, ServerState
+from console.fleet.state import FleetState, GpuPoint, GpuState, HostState, ServerState
 from console.ui import format as fmt
 
 HOT_C = 80
@@ -169,7 +169,8 @@ def temp_tone(t: int | None) -> str:
 
 
 # -- servers ------------------------------------------------------------------------------------
-def server_view(srv: ServerState, now: float) -> ServerView:
+def server_view(srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: int | None = None) -> ServerView:
+    """`tail`: log lines to carry; `points`: the newest throughput points to carry (None: all)."""
     phase = srv.phase
     tone = phase_tone(phase)
     ended = phase in ENDED
@@ -210,8 +211,9 @@ def server_view(srv: ServerState, now: float) -> ServerView:
         name=srv.name, label=server_label(srv), managed=srv.meta.managed, phase=phase, tone=tone, status=status,
         progress=progress, ended=ended, gpus=tuple(srv.meta.gpus), load="" if ended else load_text(srv),
         load_short="" if ended else load_text(srv, "q"),
-        tok_s=_tok_text(srv), tok_series=_tok_series(srv), detail=tuple(detail),
-        log_tail=tuple(fmt.clean(x)[-400:] for x in _tail(srv.log.lines, LOG_TAIL)), line_count=srv.log.line_count)
+        tok_s=_tok_text(srv), tok_series=_tok_series(srv, points), detail=tuple(detail),
+        log_tail=tuple(fmt.clean(x)[-400:] for x in _tail(srv.log.lines, tail)) if tail > 0 else (),
+        line_count=srv.log.line_count)
 
 
 def _tail(lines: Iterable[str], n: int) -> list[str]:
@@ -229,15 +231,24 @@ def _tok_text(srv: ServerState) -> str:
     return f"{fmt.rate(tp)} tok/s"
 
 
-def _tok_series(srv: ServerState) -> Series | None:
+def _tok_series(srv: ServerState, points: int | None = None) -> Series | None:
     if not srv.throughput_history or not srv.alive:
         return None
-    hist = tuple(srv.throughput_history)
-    return Series("tok/s", "", fmt.nice_ceiling(max([*hist, 100.0])), hist, "serving", interval_s=0)
+    hist = srv.throughput_history
+    top = fmt.nice_ceiling(max(max(hist), 100.0))  # over all it holds, so the scale does not jump as points go
+    vals = tuple(hist) if points is None else _newest(hist, points)
+    return Series("tok/s", "", top, vals, "serving", interval_s=0)
+
+
+def _newest(values: Reversible[float], n: int) -> tuple[float, ...]:
+    return tuple(islice(reversed(values), max(0, n)))[::-1]
 
 
 # -- panes --------------------------------------------------------------------------------------
-def pane_view(state: FleetState, host: str, gpu: int, now: float, *, marked: bool = False) -> PaneView:
+def pane_view(state: FleetState, host: str, gpu: int, now: float, *, marked: bool = False,
+              points: int | None = None, graphs: bool = True, tail: int = LOG_TAIL) -> PaneView:
+    """`points`, `graphs`, `tail`: how much history and log the pane has room for (a 7-row pane draws no
+    graph, so its view carries none, and a telemetry tick that moves only the history changes nothing)."""
     h = state.host(host)
     g = h.gpus.get(gpu)
     srv = state.server_on_gpu(host, gpu)
@@ -253,7 +264,7 @@ def pane_view(state: FleetState, host: str, gpu: int, now: float, *, marked: boo
     sv = None
     if srv is not None:
         if lead:
-            sv = server_view(srv, now)
+            sv = server_view(srv, now, tail=tail, points=points)
         else:
             first = min(srv.meta.gpus)
             group_of = (f"TP{len(srv.meta.gpus)} with GPU{first}: {fmt.PHASE_WORDS.get(srv.phase, srv.phase)} · "
@@ -262,7 +273,8 @@ def pane_view(state: FleetState, host: str, gpu: int, now: float, *, marked: boo
         host=host, gpu=gpu, title=f"GPU{gpu} {fmt.short_gpu_name(g.reading.name) if g else '?'}", subtitle=sub,
         kind=pane_kind(srv), stale=stale, marked=marked, vram=_vram(g), vram_frac=_vram_frac(g),
         util_pct=g.reading.utilization_pct if g else None, util=_util(g, h), occupant=_occupant(g, srv),
-        server=sv, group_of=group_of, vram_series=_vram_series(g), util_series=_util_series(g))
+        server=sv, group_of=group_of, vram_series=_vram_series(g, points) if graphs else None,
+        util_series=_util_series(g, points) if graphs else None)
 
 
 def _vram(g: GpuState | None) -> tuple[Span, ...]:
@@ -301,17 +313,21 @@ def _occupant(g: GpuState | None, srv: ServerState | None) -> tuple[Span, ...]:
     return (("free", "dim"),)
 
 
-def _vram_series(g: GpuState | None) -> Series | None:
+def _points(g: GpuState, n: int | None) -> list[GpuPoint]:
+    return list(g.history) if n is None else list(islice(reversed(g.history), max(0, n)))[::-1]
+
+
+def _vram_series(g: GpuState | None, n: int | None = None) -> Series | None:
     if g is None or not g.reading.memory_total_mib:
         return None
-    vals = tuple((p.used_mib or 0) / 1024 for p in g.history)
+    vals = tuple((p.used_mib or 0) / 1024 for p in _points(g, n))
     return Series("VRAM", "GiB", g.reading.memory_total_mib / 1024, vals, "vram", _interval(g))
 
 
-def _util_series(g: GpuState | None) -> Series | None:
+def _util_series(g: GpuState | None, n: int | None = None) -> Series | None:
     if g is None:
         return None
-    return Series("util", "%", 100.0, tuple(float(p.util_pct or 0) for p in g.history), "util", _interval(g))
+    return Series("util", "%", 100.0, tuple(float(p.util_pct or 0) for p in _points(g, n)), "util", _interval(g))
 
 
 def _interval(g: GpuState) -> float:

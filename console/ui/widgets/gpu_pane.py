@@ -3,6 +3,7 @@ only when the next view differs; `draw_pane` places the view's words in the rows
 
 from __future__ import annotations
 
+import re
 from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,9 @@ TONES = {"ready": "phase-ready", "serving": "phase-serving", "starting": "phase-
          "dim": "dim", "fg": "fg"}
 """View tones (console/ui/views.py) to theme variables."""
 GRAPH_MAX_ROWS = 12
+_RUNS = re.compile(r" +|[^ ]+")
+GRAPH_MIN_ROWS = 7
+"""Inner rows from which a pane can hold history graphs (below, its view carries none)."""
 
 
 _cache: WeakKeyDictionary[App[Any], tuple[dict[str, str], dict[str, str]]] = WeakKeyDictionary()
@@ -163,8 +167,9 @@ def graphs(series: list[Series], w: int, height: int, c: dict[str, str]) -> list
         for col, sr in zip(cols, shown, strict=True):
             row = col[r]
             if r == height - 1:  # the zero line, so an idle GPU's graph reads as zero, not as missing
-                cells.append(Content.assemble(*((ch, style_of(sr.tone, c)) if ch != " " else ("▁", c["dim"])
-                                                for ch in row)))
+                tone = style_of(sr.tone, c)
+                cells.append(Content.assemble(*((run, tone) if run[0] != " " else ("▁" * len(run), c["dim"])
+                                                for run in _RUNS.findall(row))))
             else:
                 cells.append(Content.styled(row, style_of(sr.tone, c)))
         out.append(Content(" ").join(cells))
@@ -213,6 +218,9 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         self._title(True)
         self.post_message(self.Selected(self.host, self.gpu))
 
+    def on_resize(self) -> None:
+        self.sync()  # its room sets how much history and log its view carries
+
     def on_blur(self) -> None:
         self._title(False)  # during Blur `has_focus` can still say True
 
@@ -223,7 +231,9 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
             return
         self.behind = False
         app = self.app
-        view = pane_view(app.state, self.host, self.gpu, app.now(), marked=self.marked)  # type: ignore[attr-defined]
+        w, rows = content_width(self), max(0, self.outer_size.height - self.styles.gutter.height)
+        view = pane_view(app.state, self.host, self.gpu, app.now(), marked=self.marked,  # type: ignore[attr-defined]
+                         points=max(1, w), graphs=rows >= GRAPH_MIN_ROWS, tail=max(0, rows - 5))
         old, self.view = self.view, view
         if view == old:
             return
