@@ -136,3 +136,17 @@ async def test_an_idle_server_screen_does_not_redraw(make_app, monkeypatch) -> N
         app.api.emit(HealthResult(SERVING, NOW, "ok"))
         await pilot.pause(0.7)
         assert "LogView#log" in refreshed
+
+
+async def test_the_last_probe_stays_on_screen(make_app) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=(200, 40)) as pilot:
+        await select(pilot, "ct129", 0)
+        assert "probe:" not in str(app.screen.query_one("#topbar").render())
+        await pilot.press("p")
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.7)  # the next sync, not the toast, puts it in the top bar
+        assert f"probe: {SERVING} ✓ health 200 · model Qwen3-8B" in str(app.screen.query_one("#topbar").render())
+        app.open_server(SERVING)
+        await pilot.pause(0.3)
+        assert f"probe: {SERVING} ✓ health 200" in str(app.screen.query_one("#logbar").render())
