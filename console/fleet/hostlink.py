@@ -126,13 +126,17 @@ class HostLink:
             self._task = asyncio.create_task(self._supervise(), name=f"hostlink:{self.name}")
 
     async def close(self) -> None:
+        """The connection first: every channel ends with it, so no stream's close waits for its remote process to
+        notice (the agent only does at its next poll: ~0.5 s of a one-shot `status` over SSH went there)."""
         self._closing = True
         self._wake.set()
+        with contextlib.suppress(Exception):
+            await self.transport.close()
         if self._task is not None:
             self._task.cancel()
             await asyncio.wait({self._task}, timeout=5)  # bounded: never hang a close on a stuck stream
         with contextlib.suppress(Exception):
-            await self.transport.close()
+            await self.transport.close()  # a connect that was in flight at the first close has finished by now
 
     async def reconnect(self) -> None:
         """Drop the link now (or cut a backoff short) and connect again."""
@@ -328,6 +332,9 @@ class HostLink:
                 else:
                     msg = "nvidia-smi exited without a sample"
                 self.emit([TelemetryError(self.name, time.time(), msg)])
+            if self._closing:
+                return  # the stream ended because the link is closing (a cancel swallowed by 3.11's wait_for in
+                # _shut would otherwise leave this sleeping until _cancel_all's next round, 0.5 s later)
             await asyncio.sleep(retry)
             retry = min(60.0, retry * 2)
 
@@ -362,6 +369,8 @@ class HostLink:
                             self.on_frame(self, frame, time.time())
             finally:
                 await self._shut(stream, pump)
+            if self._closing:
+                return  # as in _telemetry
             await asyncio.sleep(1)
 
     def _agent_failed(self, started: float) -> None:
