@@ -321,6 +321,9 @@ class HostLink:
                         self.emit([TelemetryError(self.name, time.time(), err or f"nvidia-smi printed garbage: {bad[0][:120]!r}")])
             finally:
                 await self._shut(stream, pump)
+            if self._closing:
+                return  # the stream ended because the link is closing: no error to tell, and no sleep (a cancel
+                # swallowed by 3.11's wait_for in _shut would leave it asleep until _cancel_all's next round, 0.5 s)
             if samples_seen:
                 retry = 5.0
             elif not hung:
@@ -332,9 +335,6 @@ class HostLink:
                 else:
                     msg = "nvidia-smi exited without a sample"
                 self.emit([TelemetryError(self.name, time.time(), msg)])
-            if self._closing:
-                return  # the stream ended because the link is closing (a cancel swallowed by 3.11's wait_for in
-                # _shut would otherwise leave this sleeping until _cancel_all's next round, 0.5 s later)
             await asyncio.sleep(retry)
             retry = min(60.0, retry * 2)
 
