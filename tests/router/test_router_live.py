@@ -126,3 +126,26 @@ async def test_router_without_sglang_router_installed_is_a_named_crash(root: Pat
         assert rig.mgr.views[ROUTER].phase == "crashed"
     finally:
         await rig.close()
+
+
+async def test_a_killed_router_is_crashed_and_starts_again(root: Path, monkeypatch: pytest.MonkeyPatch):
+    """SIGKILL to the router: the next look says crashed (its pid file names no live router), `up` starts it again."""
+    import signal
+
+    monkeypatch.setenv("DFLASH_STATE_DIR", str(root / "state"))
+    rig = await open_rig(root, replicas=1)
+    try:
+        assert (await rig.ctl.launch(PRESET, wait=True)).ok
+        await wait_until(lambda: len(rig.mgr.ready_urls(ROUTER)) == 1, patient(20), "the replica serving")
+        assert (await rig.mgr.up(ROUTER)).ok
+        pid = rig.mgr.views[ROUTER].pid
+        assert pid
+        os.kill(pid, signal.SIGKILL)
+        await wait_until(lambda: not _router_alive(pid), patient(10), "the router gone")
+        v = await rig.mgr.refresh(ROUTER)
+        assert v.phase == "crashed" and v.error and v.error.startswith("exited"), v
+        out = await rig.mgr.up(ROUTER)
+        assert out.ok, out.message
+        assert rig.mgr.views[ROUTER].pid != pid and len(rig.mgr.views[ROUTER].workers) == 1
+    finally:
+        await rig.close()
