@@ -158,8 +158,10 @@ def test_crash_causes():
     assert "pip install sglang-router" in crash_cause("/usr/bin/python3: No module named sglang_router\n", "py", "bw", 1)
     assert crash_cause("\x1b[31mERROR\x1b[0m Address already in use (os error 98)\n", "py", "bw", 31080) == \
         "port 31080 is already in use on bw"
-    cause = crash_cause("line one\n\x1b]52;c;ZXZpbA==\x07panic at \x1b[2Jthe end\n", "py", "bw", 1)
-    assert cause.startswith("exited: panic at") and "\x1b" not in cause and "\x07" not in cause
+    cause = crash_cause("line one\n\x1b]52;c;ZXZpbA==\x07thread 'main' panicked at \x1b[2Jthe end\nINFO bye\n", "py", "bw", 1)
+    assert cause.startswith("exited: thread 'main' panicked at") and "\x1b" not in cause and "\x07" not in cause
+    assert crash_cause("INFO a\nINFO Router ready\n", "py", "bw", 1).startswith(
+        "ended without an error in its log (killed by a signal?); its last line: INFO Router ready")
     assert crash_cause("", "py", "bw", 1) == "exited without a word in its log"
 
 
