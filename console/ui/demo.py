@@ -22,6 +22,7 @@ from typing import Any
 
 from console.config import Fleet
 from console.fleet.api import FleetApi
+from console.pids import pid_alive
 
 SERVING_PRESET = "qwen36-mtp"
 STARTING_PRESET = "qwen36-bench"
@@ -64,16 +65,6 @@ def fleet_ports(fleet: Fleet) -> set[int]:
             q for r in fleet.routers.values() for q in (r.port, r.prometheus_port)}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class PortClaims:
     """Ports each running demo on this machine chose, in one JSON file under an flock.
 
@@ -93,7 +84,7 @@ class PortClaims:
                 claims = json.loads(self.path.read_text()) if self.path.exists() else {}
             except (OSError, ValueError):
                 claims = {}
-            claims = {k: v for k, v in claims.items() if isinstance(v, dict) and _alive(int(k.split(":")[0]))}
+            claims = {k: v for k, v in claims.items() if isinstance(v, dict) and pid_alive(int(k.split(":")[0]))}
             yield claims
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(claims))
