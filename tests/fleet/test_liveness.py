@@ -4,7 +4,9 @@ ended that is alive is un-ended, and a crash is told from the whole log (the pan
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
+from console.fleet.controller import FleetController
 from console.fleet.events import Notice, ServerGone
 from console.fleet.monitor import ProcFrame
 from console.sim.control import inject
@@ -32,15 +34,20 @@ def _hide_session(ctl, host: str, sid: int, frames: int):  # type: ignore[no-unt
     return dropped, after
 
 
-async def test_one_missed_sample_does_not_end_a_live_server(sim_ssh, controller_factory) -> None:  # type: ignore[no-untyped-def]
-    h = sim_ssh("missed")
+async def _serving(sim_ssh, controller_factory, host: str) -> tuple[Any, FleetController, str, list[Notice]]:  # type: ignore[no-untyped-def]
+    """A sim host, a controller over it with one ready server, and the notices it gives from now on."""
+    h = sim_ssh(host)
     ctl = controller_factory(make_fleet(h.section() + preset_toml("small", h, [0], 30000)))
     notices: list[Notice] = []
     ctl.subscribe(lambda evs, changes: notices.extend(changes.notices))
     await ctl.start()
     out = await ctl.launch("small", wait=True)
     assert out.ok, out.message
-    name = out.servers[0]
+    return h, ctl, out.servers[0], notices
+
+
+async def test_one_missed_sample_does_not_end_a_live_server(sim_ssh, controller_factory) -> None:  # type: ignore[no-untyped-def]
+    _, ctl, name, notices = await _serving(sim_ssh, controller_factory, "missed")
     sid = ctl.state.servers[name].meta.sid
     assert sid is not None
     dropped, after = _hide_session(ctl, "missed", sid, frames=1)
@@ -56,14 +63,7 @@ async def test_one_missed_sample_does_not_end_a_live_server(sim_ssh, controller_
 
 
 async def test_server_called_ended_but_alive_is_running_again(sim_ssh, controller_factory) -> None:  # type: ignore[no-untyped-def]
-    h = sim_ssh("revived")
-    ctl = controller_factory(make_fleet(h.section() + preset_toml("small", h, [0], 30000)))
-    notices: list[Notice] = []
-    ctl.subscribe(lambda evs, changes: notices.extend(changes.notices))
-    await ctl.start()
-    out = await ctl.launch("small", wait=True)
-    assert out.ok, out.message
-    name = out.servers[0]
+    h, ctl, name, notices = await _serving(sim_ssh, controller_factory, "revived")
     lines_before = ctl.state.servers[name].log.line_count
     ctl.emit([ServerGone(name, 0.0)])  # a false end (what one missed sample used to cause)
     assert ctl.state.servers[name].phase == "crashed"
