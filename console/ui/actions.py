@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from rich.text import Text
 
@@ -14,7 +14,49 @@ from console.remote_text import for_terminal
 from console.ui.messages import ActionDone
 
 if TYPE_CHECKING:
+    from collections import deque
+
+    from textual.notifications import SeverityLevel
+
+    from console.fleet.api import FleetApi
+    from console.fleet.state import FleetState
     from console.ui.app import DflashApp
+    from console.ui.backend import ChatBackend, ProbeReport
+
+
+class ActionHost(Protocol):
+    """What the actions use of the App they are mixed into (DflashApp): mypy checks the App against it."""
+
+    read_only: bool
+    api: FleetApi | None
+    backend: ChatBackend
+    activity: deque[Notice]
+    last_probe: ProbeReport | None
+    last_probe_line: str
+    bench_runner: Callable[[DflashApp, str], None] | None
+
+    @property
+    def state(self) -> FleetState: ...
+
+    def now(self) -> float: ...
+
+    def notify(self, message: str, *, title: str = ..., severity: SeverityLevel = ..., markup: bool = ...) -> None: ...
+
+    def post_message(self, message: ActionDone) -> bool: ...
+
+    def run_worker(self, work: Any, *, name: str | None = ..., group: str = ..., description: str = ...,
+                   exit_on_error: bool = ..., exclusive: bool = ...) -> Any: ...
+
+    def push_screen(self, screen: Any, callback: Any = ...) -> Any: ...
+
+    def refuse_if_read_only(self, action: str) -> bool: ...
+
+    def _run(self, action: str, target: str, fn: Callable[[], Awaitable[tuple[bool, str]]]) -> None: ...
+
+    def api_key_for(self, name: str) -> str | None: ...
+
+    def confirm(self, question: Text, then: Callable[[], Any]) -> None: ...
+
 
 MUTATING = frozenset({"launch", "relaunch", "stop", "reconnect", "crash", "bench"})
 """Actions --read-only hides from footer and palette and refuses if invoked anyway."""
@@ -23,14 +65,14 @@ MUTATING = frozenset({"launch", "relaunch", "stop", "reconnect", "crash", "bench
 class ActionsMixin:
     """Mixed into DflashApp: every remote action goes through here, in a worker owned by the App."""
 
-    def refuse_if_read_only(self: DflashApp, action: str) -> bool:
+    def refuse_if_read_only(self: ActionHost, action: str) -> bool:
         """True (and a toast) when read-only forbids the action."""
         if self.read_only and action in MUTATING:
             self.notify(f"read-only: {action} is disabled", severity="warning", markup=False)
             return True
         return False
 
-    def _run(self: DflashApp, action: str, target: str, fn: Callable[[], Awaitable[tuple[bool, str]]]) -> None:
+    def _run(self: ActionHost, action: str, target: str, fn: Callable[[], Awaitable[tuple[bool, str]]]) -> None:
         """Runs one action in a named worker and reports it as ActionDone + toast."""
 
         async def job() -> None:
@@ -43,15 +85,15 @@ class ActionsMixin:
         self.run_worker(job(), group=f"{action}:{target}", name=f"{action}:{target}", exclusive=True,
                         exit_on_error=False, description=f"{action} {target}")
 
-    def on_action_done(self: DflashApp, msg: ActionDone) -> None:
-        sev = "information" if msg.ok else "error"
+    def on_action_done(self: ActionHost, msg: ActionDone) -> None:
+        sev: SeverityLevel = "information" if msg.ok else "error"
         self.activity.append(Notice(self.now(), "info" if msg.ok else "error",
                                     f"{msg.action} {msg.target}: {msg.message or ('ok' if msg.ok else 'failed')}"))
         self.notify(for_terminal(msg.message or f"{msg.action} {msg.target}: {'ok' if msg.ok else 'failed'}"),
                     title=f"{msg.action} {msg.target}", severity=sev, markup=False)
 
     # -- the verbs ---------------------------------------------------------------------------
-    def start_launch(self: DflashApp, preset: str, gpus: list[int] | None) -> None:
+    def start_launch(self: ActionHost, preset: str, gpus: list[int] | None) -> None:
         if self.refuse_if_read_only("launch") or self.api is None:
             return
         api = self.api
@@ -62,7 +104,7 @@ class ActionsMixin:
 
         self._run("launch", preset, go)
 
-    def request_relaunch(self: DflashApp, name: str | None) -> None:
+    def request_relaunch(self: ActionHost, name: str | None) -> None:
         if name is None or self.refuse_if_read_only("relaunch") or self.api is None:
             return
         api = self.api
@@ -72,13 +114,13 @@ class ActionsMixin:
             out = await api.restart(name)
             return out.ok, out.message
 
-        if srv is not None and srv.alive and srv.phase not in ("crashed", "stopped"):
+        if srv is not None and srv.alive and not srv.phase.terminal:
             self.confirm(Text.assemble("Relaunch ", (name, "bold"), "? It is running and will be stopped first."),
                          lambda: self._run("relaunch", name, go))
         else:
             self._run("relaunch", name, go)
 
-    def request_stop(self: DflashApp, name: str | None) -> None:
+    def request_stop(self: ActionHost, name: str | None) -> None:
         if name is None or self.refuse_if_read_only("stop") or self.api is None:
             return
         api = self.api
@@ -90,7 +132,7 @@ class ActionsMixin:
         self.confirm(Text.assemble("Stop ", (name, "bold"), "? Its GPUs will be freed."),
                      lambda: self._run("stop", name, go))
 
-    def request_reconnect(self: DflashApp, host: str | None) -> None:
+    def request_reconnect(self: ActionHost, host: str | None) -> None:
         if host is None or self.refuse_if_read_only("reconnect") or self.api is None:
             return
         api = self.api
@@ -101,36 +143,36 @@ class ActionsMixin:
 
         self._run("reconnect", host, go)
 
-    def request_probe(self: DflashApp, name: str | None) -> None:
+    def request_probe(self: ActionHost, name: str | None) -> None:
         if name is None or self.api is None:
             return
-        api, backend = self.api, self.backend
+        app, api, backend = self, self.api, self.backend
 
         async def go() -> tuple[bool, str]:
             url = await api.server_url(name)
-            report = await backend.probe(url, self.api_key_for(name))
-            self.last_probe = report
-            when = time.strftime("%H:%M:%S", time.localtime(self.now()))
-            self.last_probe_line = f"{name} {'✓' if report.ok else '✖'} {report.summary} ({when})"
+            report = await backend.probe(url, app.api_key_for(name))
+            app.last_probe = report
+            when = time.strftime("%H:%M:%S", time.localtime(app.now()))
+            app.last_probe_line = f"{name} {'✓' if report.ok else '✖'} {report.summary} ({when})"
             return report.ok, report.summary
 
         self._run("probe", name, go)
 
-    def request_bench(self: DflashApp, name: str | None) -> None:
+    def request_bench(self: ActionHost, name: str | None) -> None:
         """Hook for the bench issue: `bench_runner(app, server)` is called when one is installed."""
         if name is None or self.refuse_if_read_only("bench"):
             return
         if self.bench_runner is None:
             self.notify("bench is not available in this build", severity="warning", markup=False)
             return
-        self.bench_runner(self, name)
+        self.bench_runner(cast("DflashApp", self), name)  # ActionHost is the App this is mixed into
 
-    def api_key_for(self: DflashApp, name: str) -> str | None:
+    def api_key_for(self: ActionHost, name: str) -> str | None:
         """The API key from the env var the preset names; read here, never shown."""
         env = self.api.api_key_env(name) if self.api is not None else None
         return os.environ.get(env) if env else None
 
-    def confirm(self: DflashApp, question: Text, then: Callable[[], Any]) -> None:
+    def confirm(self: ActionHost, question: Text, then: Callable[[], Any]) -> None:
         """Asks yes/no in a modal and runs `then` on yes."""
         from console.ui.screens.dialogs import ConfirmScreen
 

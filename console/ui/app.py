@@ -11,6 +11,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.driver import Driver
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -185,7 +186,7 @@ class DflashApp(ActionsMixin, App[int]):
         srv = self.state.servers.get(n.server or "")
         if srv is not None and not srv.meta.managed:
             return  # we did not start it: its comings and goings are news, not alarms
-        sev = {"info": "information", "warning": "warning", "error": "error"}[n.level]
+        sev: SeverityLevel = "information" if n.level == "info" else n.level
         self.notify(for_terminal(n.message), severity=sev, markup=False, timeout=8 if n.level == "error" else 4)
         if n.level == "error" and self.bell_on_error:
             self.bell()

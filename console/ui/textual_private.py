@@ -21,6 +21,7 @@ import os
 import selectors
 from codecs import getincrementaldecoder
 from collections.abc import Container
+from typing import Any
 
 from textual.app import App
 from textual.driver import Driver
@@ -50,7 +51,7 @@ def visible_widgets(widget: Widget) -> Container[Widget]:
 
 
 # -- 2. the app's exit renderables -----------------------------------------------------------------------
-def exiting_on_error(app: App[object]) -> bool:
+def exiting_on_error(app: App[Any]) -> bool:
     """The app is going down with an error to print (a crashed worker, `panic`): leave the widgets alone."""
     return bool(getattr(app, "_exit_renderables", None))
 

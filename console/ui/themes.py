@@ -5,6 +5,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from textual.theme import Theme
 
@@ -64,7 +65,7 @@ def theme_from_toml(text: str, fallback_name: str) -> Theme:
     variables = data.get("variables", {})
     if not isinstance(variables, dict) or not all(isinstance(v, str) for v in variables.values()):
         raise ValueError("[variables] must map names to colour strings")
-    kwargs = {k: str(data[k]) for k in _FIELDS if k in data}
+    kwargs: dict[str, Any] = {k: str(data[k]) for k in _FIELDS if k in data}  # Theme's fields are colour strings
     return Theme(name=str(data.get("name", fallback_name)), dark=bool(data.get("dark", True)),
                  variables={**SEMANTIC_DEFAULTS, **variables}, **kwargs)
 

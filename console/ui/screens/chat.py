@@ -118,7 +118,7 @@ class ChatScreen(Screen):
     def _choices(self) -> list[tuple[Content, str]]:
         servers = [s for s in self.app.state.servers.values() if s.alive]  # type: ignore[attr-defined]
         routers = getattr(getattr(self.app, "router_manager", None), "views", {})  # issue 15: chat through a router
-        return [(Content(fmt.clean(s.name)), s.name) for s in servers] + [  # type: ignore[misc]
+        return [(Content(fmt.clean(s.name)), s.name) for s in servers] + [
             (Content(f"router:{n}"), f"router:{n}") for n, v in routers.items() if v.phase == "running"]
 
     def compose(self) -> ComposeResult:

@@ -222,9 +222,9 @@ class FleetScreen(ServerKeys, Screen):
             self.call_after_refresh(self._refocus)
         for s in lay.shelves:
             for b in s:
-                band = self._bands.get(b.host)
-                if band is not None:
-                    band.place(b, lay.pane_height)
+                placed = self._bands.get(b.host)
+                if placed is not None:
+                    placed.place(b, lay.pane_height)
         if self._topbar is not None:
             self._topbar.set_class(not lay.topbar, "-hidden")
         if self._activity is not None:

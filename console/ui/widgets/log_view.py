@@ -6,6 +6,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from itertools import islice
+from typing import overload
 
 from rich.segment import Segment
 from rich.style import Style
@@ -367,7 +368,13 @@ class _Tail(Sequence[str]):
     def __len__(self) -> int:
         return len(self._buf) - self._head
 
-    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
         n = len(self)
         if isinstance(i, slice):
             return [self._buf[self._head + j] for j in range(*i.indices(n))]

@@ -112,10 +112,14 @@ class RouterBand(Static, can_focus=True):
     def target(self) -> str:
         return ROUTER_PREFIX + self.router
 
+    def _on_router_change(self, name: str) -> None:
+        if name == self.router and self.is_attached:
+            self.call_later(self.sync)
+
     def on_mount(self) -> None:
         mgr = router_manager(self.app)
         if mgr is not None:
-            mgr.subscribe(lambda name: self.call_later(self.sync) if name == self.router and self.is_attached else None)
+            mgr.subscribe(self._on_router_change)
         self.set_interval(1.0, self.sync)
         self.sync()
 
