@@ -12,6 +12,7 @@ from weakref import WeakKeyDictionary
 from textual.app import App
 from textual.color import Color
 from textual.content import Content
+from textual.geometry import Region
 from textual.message import Message
 from textual.widget import Widget
 
@@ -211,6 +212,8 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         self.marked = False
         self.view: PaneView | None = None
         """The view drawn last; a sync that builds an equal one draws nothing."""
+        self._drawn: tuple[tuple[int, int, int], list[Content]] = ((0, 0, 0), [])
+        """(width, rows, theme colours' id) and the lines `draw_pane` made of the view for them."""
         self.behind = False
         """State changed while the pane was off screen; it has not been redrawn since."""
 
@@ -237,14 +240,27 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         old, self.view = self.view, view
         if view == old:
             return
-        if old is None or (old.kind, old.stale, old.marked) != (view.kind, view.stale, view.marked):
+        restyled = old is None or (old.kind, old.stale, old.marked) != (view.kind, view.stale, view.marked)
+        if restyled:
             for cls in ("free", "ready", "starting", "crashed", "stopped"):
                 self.set_class(cls == view.kind, f"-{cls}")
             self.set_class(view.stale and view.kind != "crashed", "-stale")
             self.set_class(view.marked, "-marked")
         if old is None or (old.title, old.subtitle) != (view.title, view.subtitle):
             self._title()
-        self.refresh()
+        c = colours(self)
+        key, before = self._drawn
+        lines = draw_pane(view, w, rows, c)
+        self._drawn = ((w, rows, id(c)), lines)
+        if restyled or key != (w, rows, id(c)) or len(before) != len(lines):
+            self.refresh()
+            return
+        # only the rows whose text or styles changed: Textual repaints (and writes to the terminal) every cell
+        # of a dirty region, and a telemetry tick changes one or two rows of a pane
+        dirty = [Region(0, y, w, 1) for y, (a, b) in enumerate(zip(before, lines, strict=True))
+                 if a.plain != b.plain or a.spans != b.spans]
+        if dirty:
+            self.refresh(*dirty)
 
     def _title(self, focused: bool | None = None) -> None:
         v = self.view
@@ -256,5 +272,10 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
     def render(self) -> Content:
         if self.view is None:
             return Content("")
-        rows = max(1, self.outer_size.height - self.styles.gutter.height)
-        return Content("\n").join(draw_pane(self.view, content_width(self), rows, colours(self)))
+        w, rows = content_width(self), max(1, self.outer_size.height - self.styles.gutter.height)
+        c = colours(self)
+        key, lines = self._drawn
+        if key != (w, rows, id(c)):
+            lines = draw_pane(self.view, w, rows, c)
+            self._drawn = ((w, rows, id(c)), lines)
+        return Content("\n").join(lines)
