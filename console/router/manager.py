@@ -117,11 +117,12 @@ class RouterManager:
         return sorted(set(out))
 
     def unsure_urls(self, name: str) -> list[str]:
-        """Live replicas that look like serving but whose /health has not answered (or said 503) yet."""
+        """Live replicas whose /health has not answered (or said 503) yet: a console that just re-attached them
+        still re-reads their logs, so their phase may say `launching` for a while; the router keeps them."""
         spec = self.fleet.routers[name]
         return sorted({rc.worker_url(s.meta.bind, s.meta.port) for s in self.ctl.state.servers.values()
                        if s.meta.preset in spec.presets and s.meta.host == spec.host and s.meta.port is not None
-                       and s.alive and s.phase.up and s.health in (None, "warming")})
+                       and s.alive and s.health in (None, "warming")})
 
     def owned_urls(self, name: str) -> list[str]:
         """Every URL the router's presets plan or have run on: the workers the console may remove."""
