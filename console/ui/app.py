@@ -81,6 +81,8 @@ class DflashApp(ActionsMixin, App[int]):
         self._sync_pending = False
         self._change_posted = False
         self._urgent = False
+        self._gpus_drawn = 0
+        """GPUs in the state at the last event batch: a change re-lays out the fleet screen at once."""
         self._told_ready: set[str] = set()
         self._dirty_hosts: set[str] | None = None
         """Hosts that events touched since the last sync; None: all of them."""
@@ -162,6 +164,10 @@ class DflashApp(ActionsMixin, App[int]):
             self._dirty_hosts |= changes.hosts  # a removed server's host too: the state names it
         if changes.urgent:
             self._urgent = True  # a launch, stop, crash or host change is shown at once, not coalesced
+        gpus = sum(len(h.gpus) for h in self.state.hosts.values())
+        if gpus != self._gpus_drawn:  # GPUs appeared (a host's first sample): new panes now, not 0.5 s later
+            self._gpus_drawn = gpus
+            self._urgent = True
         if not self._change_posted:
             self._change_posted = True
             self.post_message(FleetChanged())
