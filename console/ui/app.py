@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -35,6 +35,10 @@ at 1 Hz; each repaint of the fleet screen is a frame of most of the terminal). T
 
 SETTLE_S = 5.0
 """After the fleet connects, this long until the start-up objects are frozen out of the collector's sight."""
+
+SERVER_SCREENS_KEPT = 4
+"""Server screens kept built after they are closed: reopening one is a resume (its log, scroll and search as
+left), not a compose and a full style pass (most of an open's ~100 ms)."""
 
 TICK_S = 1.0
 """Without events, screens still re-read state this often: ages and staleness are shown in whole seconds."""
@@ -82,6 +86,8 @@ class DflashApp(ActionsMixin, App[int]):
         self._change_posted = False
         self._urgent = False
         self._gpus_drawn = 0
+        self._server_screens: list[str] = []
+        """Names of the installed server screens, least recently opened first."""
         """GPUs in the state at the last event batch: a change re-lays out the fleet screen at once."""
         self._told_ready: set[str] = set()
         self._dirty_hosts: set[str] | None = None
@@ -268,7 +274,19 @@ class DflashApp(ActionsMixin, App[int]):
             return
         from console.ui.screens.server import ServerScreen
 
-        self.push_screen(ServerScreen(name))
+        key = f"server:{name}"
+        if key in self._server_screens:
+            self._server_screens.remove(key)
+        elif not self.is_screen_installed(key):
+            self.install_screen(ServerScreen(name), key)
+        self._server_screens.append(key)  # most recent last
+        for old in self._server_screens[:-SERVER_SCREENS_KEPT]:
+            screen = self.get_screen(old)
+            if screen not in self.screen_stack:  # one still under other screens stays until it is not
+                self._server_screens.remove(old)
+                self.uninstall_screen(old)
+                screen.remove()
+        self.push_screen(key)
 
     def open_chat(self, name: str | None) -> None:
         from console.ui.screens.chat import ChatScreen
@@ -349,3 +367,8 @@ class DflashApp(ActionsMixin, App[int]):
             except Exception:
                 pass
 
+
+if TYPE_CHECKING:  # mypy checks here that DflashApp is the App that console_app() promises its screens
+    from console.ui.console_app import ConsoleApp
+
+    _conforms: type[ConsoleApp] = DflashApp

@@ -15,6 +15,7 @@ from textual.widgets import Collapsible, Input, Label, Select, Static, Switch
 from console.fleet.state import ServerState
 from console.ui import format as fmt
 from console.ui.backend import ChatRequest
+from console.ui.console_app import console_app
 from console.ui.widgets.footer import ConsoleFooter
 
 
@@ -109,14 +110,14 @@ class ChatScreen(Screen):
         self.last_turn: Turn | None = None
 
     def current_server(self) -> ServerState | None:
-        return self.app.state.servers.get(self.server_name or "")  # type: ignore[attr-defined]
+        return console_app(self).state.servers.get(self.server_name or "")
 
     def current_host(self) -> str | None:
         s = self.current_server()
         return s.meta.host if s else None
 
     def _choices(self) -> list[tuple[Content, str]]:
-        servers = [s for s in self.app.state.servers.values() if s.alive]  # type: ignore[attr-defined]
+        servers = [s for s in console_app(self).state.servers.values() if s.alive]
         routers = getattr(getattr(self.app, "router_manager", None), "views", {})  # issue 15: chat through a router
         return [(Content(fmt.clean(s.name)), s.name) for s in servers] + [
             (Content(f"router:{n}"), f"router:{n}") for n, v in routers.items() if v.phase == "running"]
@@ -182,13 +183,17 @@ class ChatScreen(Screen):
 
     @work(exclusive=True, group="chat", exit_on_error=False)
     async def _stream(self, name: str, req: ChatRequest, turn: Turn) -> None:
-        app = self.app
+        app = console_app(self)
         t0 = time.monotonic()
         ttft: float | None = None
         finish = tokens = tok_s = None
+        api = app.api
+        if api is None:
+            turn.stats("error: the fleet is not connected yet")
+            return
         try:
-            url = await app.api.server_url(name)  # type: ignore[attr-defined]
-            async for d in app.backend.stream_chat(url, req, app.api_key_for(name)):  # type: ignore[attr-defined]
+            url = await api.server_url(name)
+            async for d in app.backend.stream_chat(url, req, app.api_key_for(name)):
                 if d.kind in ("reasoning", "content") and d.text:
                     if ttft is None:
                         ttft = time.monotonic() - t0
@@ -218,9 +223,11 @@ class ChatScreen(Screen):
 
     @work(group="chat-curl", exit_on_error=False)
     async def _copy_curl(self, name: str, req: ChatRequest) -> None:
-        app = self.app
-        url = await app.api.server_url(name)  # type: ignore[attr-defined]
-        cmd = app.backend.curl(url, req, app.api.api_key_env(name))  # type: ignore[attr-defined]
+        app = console_app(self)
+        if app.api is None:
+            return
+        url = await app.api.server_url(name)
+        cmd = app.backend.curl(url, req, app.api.api_key_env(name))
         self.last_curl = cmd
         app.copy_to_clipboard(cmd)
         self.notify("copied the curl command (the API key stays in $VAR)", markup=False, timeout=3)

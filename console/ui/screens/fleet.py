@@ -14,6 +14,7 @@ from console.fleet.state import ServerState
 from console.ui import format as fmt
 from console.ui.actions import MUTATING
 from console.ui.bindings import refresh_bindings_if_changed
+from console.ui.console_app import console_app
 from console.ui.layout import FleetLayout, fleet_layout
 from console.ui.views import pane_matches, pane_view
 from console.ui.visibility import update_row, visible_widgets
@@ -64,7 +65,7 @@ class ServerKeys:
         raise NotImplementedError
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        app = self.app  # type: ignore[attr-defined]
+        app = console_app(self)
         if app.read_only and action in MUTATING:
             return False
         if action == "bench" and app.bench_runner is None:
@@ -81,23 +82,23 @@ class ServerKeys:
 
     def action_relaunch(self) -> None:
         srv = self.current_server()
-        self.app.request_relaunch(srv.name if srv else None)  # type: ignore[attr-defined]
+        console_app(self).request_relaunch(srv.name if srv else None)
 
     def action_stop(self) -> None:
         srv = self.current_server()
-        self.app.request_stop(srv.name if srv else None)  # type: ignore[attr-defined]
+        console_app(self).request_stop(srv.name if srv else None)
 
     def action_probe(self) -> None:
         srv = self.current_server()
-        self.app.request_probe(srv.name if srv else None)  # type: ignore[attr-defined]
+        console_app(self).request_probe(srv.name if srv else None)
 
     def action_chat(self) -> None:
         srv = self.current_server()
-        self.app.open_chat(srv.name if srv else None)  # type: ignore[attr-defined]
+        console_app(self).open_chat(srv.name if srv else None)
 
     def action_bench(self) -> None:
         srv = self.current_server()
-        self.app.request_bench(srv.name if srv else None)  # type: ignore[attr-defined]
+        console_app(self).request_bench(srv.name if srv else None)
 
 
 class FleetScreen(ServerKeys, Screen):
@@ -138,7 +139,7 @@ class FleetScreen(ServerKeys, Screen):
     def compose(self) -> ComposeResult:
         self._topbar = Static("", id="topbar", markup=False)
         self._box = HostList(id="hosts")
-        self._activity = ActivityLog(self.app.activity, id="activity")  # type: ignore[attr-defined]
+        self._activity = ActivityLog(console_app(self).activity, id="activity")
         yield self._topbar
         yield self._box
         yield self._activity
@@ -150,9 +151,9 @@ class FleetScreen(ServerKeys, Screen):
         self.sync()
 
     def host_names(self) -> list[str]:
-        app = self.app
-        names = list(app.fleet.hosts)  # type: ignore[attr-defined]
-        names += [h for h in app.state.hosts if h not in names]  # type: ignore[attr-defined]
+        app = console_app(self)
+        names = list(app.fleet.hosts)
+        names += [h for h in app.state.hosts if h not in names]
         return names
 
     def sync(self) -> None:
@@ -161,10 +162,10 @@ class FleetScreen(ServerKeys, Screen):
 
     def _shown_gpus(self) -> dict[str, tuple[int, ...]]:
         """Per host, the GPUs the filter lets through (all of them without a filter)."""
-        app = self.app
-        st = app.state  # type: ignore[attr-defined]
+        app = console_app(self)
+        st = app.state
         out: dict[str, tuple[int, ...]] = {}
-        now = app.now()  # type: ignore[attr-defined]
+        now = app.now()
         for h in self.host_names():
             gpus = tuple(sorted(st.host(h).gpus))
             if self.filter_text:
@@ -181,7 +182,7 @@ class FleetScreen(ServerKeys, Screen):
             self._shown, hosts = shown, None
         names = [h for h in self.host_names() if not self.filter_text or shown[h]]
         size = self.app.size
-        routers = getattr(self.app.fleet, "routers", None) or {}  # type: ignore[attr-defined]
+        routers = getattr(console_app(self).fleet, "routers", None) or {}
         extra: dict[str, int] = {}
         for r in routers.values():
             extra[r.host] = extra.get(r.host, 0) + 2  # a RouterBand is two rows (console/ui/widgets/router_band.py)
@@ -239,11 +240,11 @@ class FleetScreen(ServerKeys, Screen):
             target.focus(scroll_visible=False)
 
     def _sync_topbar(self) -> None:
-        app = self.app
+        app = console_app(self)
         bar = self._topbar
         if bar is None:
             return
-        st = app.state  # type: ignore[attr-defined]
+        st = app.state
         gpus = sum(len(h.gpus) for h in st.hosts.values())
         counts = fmt.server_counts(s.phase for s in st.servers.values())
         parts: list[tuple[str, str] | str] = [("dflash-console", "bold"), " › fleet", f"   {fmt.plural(len(st.hosts), 'host')} · "
@@ -252,15 +253,15 @@ class FleetScreen(ServerKeys, Screen):
             n = sum(len(v) for v in self._shown.values())
             parts.append((f"  filter “{fmt.clean(self.filter_text, 40)}”: {n} of {fmt.plural(gpus, 'GPU')} "
                           "(/ edit · esc clear)", "bold reverse"))
-        if app.read_only:  # type: ignore[attr-defined]
+        if app.read_only:
             parts.append(("  READ-ONLY ", "bold reverse"))
-        if app.demo is not None:  # type: ignore[attr-defined]
+        if app.demo is not None:
             parts.append(("  demo (simulated fleet)", "italic"))
         probe = getattr(app, "last_probe_line", "")
         if probe:
             parts.append("  probe: " + fmt.clean(probe, 120))
-        if app.status_line:  # type: ignore[attr-defined]
-            parts.append("  " + fmt.clean(app.status_line, 200))  # type: ignore[attr-defined]
+        if app.status_line:
+            parts.append("  " + fmt.clean(app.status_line, 200))
         update_row(bar, Content.assemble(*parts))
 
     def on_resize(self) -> None:
@@ -318,7 +319,7 @@ class FleetScreen(ServerKeys, Screen):
     def current_server(self) -> ServerState | None:
         if self.selection is None:
             return None
-        return self.app.state.server_on_gpu(*self.selection)  # type: ignore[attr-defined]
+        return console_app(self).state.server_on_gpu(*self.selection)
 
     def marked_gpus(self, host: str) -> list[int]:
         return sorted(g for h, g in self.marks if h == host)
@@ -369,9 +370,9 @@ class FleetScreen(ServerKeys, Screen):
             return
         marked = self.marked_gpus(host)
         gpus = marked or ([self.selection[1]] if self.selection and self.selection[0] == host else [])
-        self.app.open_launch(host, gpus, bool(marked))  # type: ignore[attr-defined]
+        console_app(self).open_launch(host, gpus, bool(marked))
 
     def action_details(self) -> None:
         srv = self.current_server()
         if srv is not None:
-            self.app.open_server(srv.name)  # type: ignore[attr-defined]
+            console_app(self).open_server(srv.name)

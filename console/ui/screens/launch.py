@@ -15,6 +15,7 @@ from console.config import Preset
 from console.fleet.api import LaunchPreview
 from console.fleet.journal import mask
 from console.ui import format as fmt
+from console.ui.console_app import console_app
 
 
 def replica_tp(preset: Preset) -> int:
@@ -120,7 +121,7 @@ class LaunchScreen(ModalScreen[None]):
         """Why the chosen preset cannot go on the marked GPUs (no preview is asked for then)."""
 
     def compose(self) -> ComposeResult:
-        presets = self.app.fleet.presets  # type: ignore[attr-defined]
+        presets = console_app(self).fleet.presets
         names, exact = matching_presets(presets, self.host, self.gpus, self.marked)
         span = fmt.gpu_span(self.gpus)
         sel = (f": marked GPU{'s' if len(self.gpus) > 1 else ''} {span}" if self.marked
@@ -148,7 +149,7 @@ class LaunchScreen(ModalScreen[None]):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.chosen = event.option.id
         name = self.chosen or ""
-        preset = self.app.fleet.presets[name]  # type: ignore[attr-defined]
+        preset = console_app(self).fleet.presets[name]
         _, why_not = target_line(name, preset, self.gpus, self.marked)
         self.refused = why_not
         if why_not is not None:  # said at the top, plainly; nothing is previewed or launched elsewhere
@@ -162,10 +163,13 @@ class LaunchScreen(ModalScreen[None]):
 
     @work(exclusive=True, group="launch-preview", exit_on_error=False)
     async def _load_preview(self, name: str) -> None:
-        preset = self.app.fleet.presets[name]  # type: ignore[attr-defined]
+        preset = console_app(self).fleet.presets[name]
         gpus = launch_gpus(preset, self.gpus, self.marked)
         where, _ = target_line(name, preset, self.gpus, self.marked)
-        pv = await self.app.api.preview(name, gpus)  # type: ignore[attr-defined]
+        api = console_app(self).api
+        if api is None:  # no fleet yet (the demo's is still coming up)
+            return
+        pv = await api.preview(name, gpus)
         self.preview = pv
         self.query_one("#preview-body", Static).update(preview_content(pv, where))
         reasons = blocking_reasons(pv)
@@ -186,8 +190,8 @@ class LaunchScreen(ModalScreen[None]):
         if self.preview.blocked:
             self.notify("blocked: " + "; ".join(blocking_reasons(self.preview)), severity="error", markup=False)
             return
-        preset = self.app.fleet.presets[self.chosen]  # type: ignore[attr-defined]
-        self.app.start_launch(self.chosen, launch_gpus(preset, self.gpus, self.marked))  # type: ignore[attr-defined]
+        preset = console_app(self).fleet.presets[self.chosen]
+        console_app(self).start_launch(self.chosen, launch_gpus(preset, self.gpus, self.marked))
         self.dismiss(None)
 
     def action_back(self) -> None:

@@ -17,6 +17,7 @@ from console.config import user_state_dir
 from console.fleet.state import ServerState
 from console.ui import format as fmt
 from console.ui.bindings import refresh_bindings_if_changed
+from console.ui.console_app import console_app
 from console.ui.logsearch import find_traceback
 from console.ui.screens.fleet import ServerKeys
 from console.ui.views import ServerPage, server_page
@@ -98,7 +99,7 @@ class ServerScreen(ServerKeys, Screen):
         self._matches: tuple[str, int] | None = None
 
     def current_server(self) -> ServerState | None:
-        return self.app.state.servers.get(self.server_name)  # type: ignore[attr-defined]
+        return console_app(self).state.servers.get(self.server_name)
 
     def current_host(self) -> str | None:
         s = self.current_server()
@@ -133,13 +134,22 @@ class ServerScreen(ServerKeys, Screen):
         self._narrow: bool | None = None
         self._last_pull = 0.0
         self._pull_pending = False
-        self.set_interval(0.25, self._pull)  # a backstop; new lines normally arrive through pull_soon
+        self._backstop = self.set_interval(0.25, self._pull)  # new lines normally arrive through pull_soon
         self.on_resize()
         self.sync()
         self.query_one(LogView).focus()
         srv = self.current_server()
         if srv is not None and srv.phase == "crashed":
             self.call_after_refresh(self.action_traceback)
+
+    def on_screen_suspend(self) -> None:
+        self._backstop.pause()  # kept built for a quick reopen (DflashApp.open_server), idle meanwhile
+
+    def on_screen_resume(self) -> None:
+        if hasattr(self, "_backstop"):
+            self._backstop.resume()
+            self.sync()
+            self._pull()
 
     def _pull(self) -> None:
         self._last_pull = time.monotonic()
@@ -169,7 +179,7 @@ class ServerScreen(ServerKeys, Screen):
         if srv is None:
             self.query_one("#head", Static).update(Content(f"{self.server_name}: gone"))
             return
-        page = server_page(srv, self.app.now())  # type: ignore[attr-defined]
+        page = server_page(srv, console_app(self).now())
         old, self.page = self.page, page
         if page != old:
             self._draw(page, old)
@@ -201,7 +211,7 @@ class ServerScreen(ServerKeys, Screen):
         matches = len(view.matches) if view.query_text else 0
         key = (view.follow, view.filtered, view.wrap, view.query_text, matches, view.current,
                self.older[:2] if self.older else None, len(srv.previous_logs) if srv else 0,
-               self.app.last_probe_line)  # type: ignore[attr-defined]
+               console_app(self).last_probe_line)
         if key == self._bar:
             return
         self._bar = key
@@ -219,7 +229,7 @@ class ServerScreen(ServerKeys, Screen):
                           " (n/N, esc: clear)", "bold"))
         if srv is not None and srv.previous_logs and self.older is None:
             parts.append(f" · {fmt.plural(len(srv.previous_logs), 'older log')} (o)")
-        probe = self.app.last_probe_line  # type: ignore[attr-defined]
+        probe = console_app(self).last_probe_line
         if probe:
             parts.append(" · probe: " + fmt.clean(probe, 80))
         self.query_one("#logbar", Static).update(Content.assemble(*parts))
@@ -284,7 +294,9 @@ class ServerScreen(ServerKeys, Screen):
             return
         back = (self.older[0] if self.older else 0) % len(srv.previous_logs) + 1
         path = srv.previous_logs[-back]
-        api = self.app.api  # type: ignore[attr-defined]
+        api = console_app(self).api
+        if api is None:
+            return
 
         async def load() -> None:
             try:

@@ -17,6 +17,7 @@ from textual.message import Message
 from textual.widget import Widget
 
 from console.ui import format as fmt
+from console.ui.console_app import console_app
 from console.ui.themes import SEMANTIC_DEFAULTS
 from console.ui.views import PaneView, Series, Span, pane_view
 from console.ui.visibility import CatchUpWhenShown, content_width, visible_widgets
@@ -233,9 +234,9 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
             self.behind = True  # caught up on show/resize, or by HostList.catch_up after a scroll
             return
         self.behind = False
-        app = self.app
+        app = console_app(self)
         w, rows = content_width(self), max(0, self.outer_size.height - self.styles.gutter.height)
-        view = pane_view(app.state, self.host, self.gpu, app.now(), marked=self.marked,  # type: ignore[attr-defined]
+        view = pane_view(app.state, self.host, self.gpu, app.now(), marked=self.marked,
                          points=max(1, w), graphs=rows >= GRAPH_MIN_ROWS, tail=max(0, rows - 5))
         old, self.view = self.view, view
         if view == old:

@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Static
 
+from console.ui.console_app import console_app
 from console.ui.layout import BandPlace
 from console.ui.views import HostView, host_view
 from console.ui.visibility import CatchUpWhenShown, update_row, visible_widgets
@@ -27,8 +28,8 @@ class HostHeader(CatchUpWhenShown, Static):
 
     def sync(self) -> None:
         self.behind = False
-        app = self.app
-        view = host_view(app.state, self.host, app.now())  # type: ignore[attr-defined]
+        app = console_app(self)
+        view = host_view(app.state, self.host, app.now())
         if view != self.view:
             self.view = view
             update_row(self, spans(view.header, colours(self)))
@@ -83,7 +84,7 @@ class HostBand(Vertical):
     def sync(self, visible: WidgetSet[Widget] | None = None) -> None:
         if not self.children:
             return  # not composed yet: on_mount syncs
-        view = host_view(self.app.state, self.host, self.app.now())  # type: ignore[attr-defined]
+        view = host_view(console_app(self).state, self.host, console_app(self).now())
         if view.gpus != self._indices:
             self._indices = view.gpus
             for p in self._panes:

@@ -18,6 +18,7 @@ from textual.widgets import Static
 from console.router.manager import ROUTER_PREFIX, RouterManager
 from console.router.state import RouterView
 from console.ui import format as fmt
+from console.ui.console_app import console_app
 from console.ui.visibility import update_row
 from console.ui.widgets.gpu_pane import colours
 
@@ -140,7 +141,7 @@ class RouterBand(Static, can_focus=True):
         spec = mgr.fleet.routers[self.router]
         from console.router.command import worker_url
 
-        missing = sorted((s.name, s.phase) for s in self.app.state.servers.values()  # type: ignore[attr-defined]
+        missing = sorted((s.name, s.phase.value) for s in console_app(self).state.servers.values()
                          if s.meta.preset in spec.presets and s.meta.host == spec.host and s.meta.port is not None
                          and (s.alive or s.phase == "crashed") and worker_url(s.meta.bind, s.meta.port) not in listed)
         head, body = band_parts(v, workers, missing if v.phase == "running" else [], time.time())
@@ -155,8 +156,8 @@ class RouterBand(Static, can_focus=True):
         return router_manager(self.app)
 
     def _act(self, action: str, fn: Any) -> None:
-        app = self.app
-        if app.refuse_if_read_only("stop" if action == "router down" else "launch"):  # type: ignore[attr-defined]
+        app = console_app(self)
+        if app.refuse_if_read_only("stop" if action == "router down" else "launch"):
             return
 
         async def go() -> tuple[bool, str]:
@@ -164,7 +165,7 @@ class RouterBand(Static, can_focus=True):
             self.call_later(self.sync)
             return out.ok, out.message
 
-        app._run(action, self.router, go)  # type: ignore[attr-defined]
+        app._run(action, self.router, go)
 
     def action_router_up(self) -> None:
         mgr = self._mgr()
@@ -176,7 +177,7 @@ class RouterBand(Static, can_focus=True):
         if mgr is None:
             return
         spec = mgr.fleet.routers[self.router]
-        self.app.confirm(  # type: ignore[attr-defined]
+        console_app(self).confirm(
             Text.assemble("Stop router ", (self.router, "bold"), f"? Clients of {spec.host}:{spec.port} lose it "
                           "(the replicas keep serving)."),
             lambda: self._act("router down", lambda: mgr.down(self.router)))
@@ -187,10 +188,10 @@ class RouterBand(Static, can_focus=True):
             self._act("router restart", lambda: mgr.restart(self.router))
 
     def action_router_chat(self) -> None:
-        self.app.open_chat(self.target)  # type: ignore[attr-defined]
+        console_app(self).open_chat(self.target)
 
     def action_router_probe(self) -> None:
-        self.app.request_probe(self.target)  # type: ignore[attr-defined]
+        console_app(self).request_probe(self.target)
 
     def action_router_bench(self) -> None:
-        self.app.request_bench(self.target)  # type: ignore[attr-defined]
+        console_app(self).request_bench(self.target)
