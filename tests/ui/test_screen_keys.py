@@ -150,3 +150,31 @@ async def test_the_last_probe_stays_on_screen(make_app) -> None:  # type: ignore
         app.open_server(SERVING)
         await pilot.pause(0.3)
         assert f"probe: {SERVING} ✓ health 200" in str(app.screen.query_one("#logbar").render())
+
+
+async def test_a_reopened_server_screen_is_resumed_as_it_was_left(make_app) -> None:  # type: ignore[no-untyped-def]
+    from console.ui.app import SERVER_SCREENS_KEPT
+
+    app = make_app()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await select(pilot, "ct129", 0)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        first = app.screen
+        await pilot.press("f", "escape")  # warnings/errors only, then back to the fleet
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, FleetScreen)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.screen is first and first.query_one(LogView).filtered  # the same screen, as it was left
+        assert "warnings/errors only" in str(first.query_one("#logbar").render())
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        for n in range(SERVER_SCREENS_KEPT + 1):  # more servers than are kept: the oldest is let go
+            app.state.servers[f"s{n}"] = app.state.servers[SERVING]
+            app.open_server(f"s{n}")
+            await pilot.pause(0.1)
+            app.pop_screen()
+            await pilot.pause(0.1)
+        assert not app.is_screen_installed(f"server:{SERVING}") and not first.is_attached
+        assert app.is_screen_installed(f"server:s{SERVER_SCREENS_KEPT}")
