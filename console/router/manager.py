@@ -35,10 +35,6 @@ PROCESS_EVERY_S = 3.0
 Listener = Callable[[str], None]
 
 
-def is_router_target(name: str | None) -> bool:
-    return bool(name) and name.startswith(ROUTER_PREFIX)  # type: ignore[union-attr]
-
-
 async def router_base_url(ctl: FleetController, name: str) -> str:
     """A router's OpenAI base URL as this machine reaches it (`router:NAME` or NAME): the host's tunnel, or direct."""
     return await ctl.server_url(ROUTER_PREFIX + name.removeprefix(ROUTER_PREFIX))
