@@ -23,7 +23,8 @@ VERBS = ("up", "down", "restart", "status", "sync", "bench", "logs")
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("router", help="start, stop, sync or show an SGLang router over a preset's replicas")
-    p.add_argument("verb", choices=VERBS)
+    p.add_argument("verb", choices=VERBS, help="up: start over the serving replicas · down · restart · status: phase, "
+                   "workers, req/s · sync: workers = serving replicas · bench: one replica vs the router · logs")
     p.add_argument("name", metavar="NAME", nargs="?", help="a [routers.NAME] of hosts.toml (status: all when omitted)")
     p.add_argument("--wait", type=float, default=60.0, metavar="S", help="up: seconds to wait for /health (60)")
     p.add_argument("--concurrency", default="1,8,32", metavar="LIST",
