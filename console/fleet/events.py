@@ -214,15 +214,3 @@ Event = (
     | ServerGone | ServerAlive | ServerRemoved | LogData | LogError | HealthResult | MetricsSample | ServerAction | Notice
 )
 
-
-def event_host(ev: object, state: object) -> str | None:
-    """The host an (already applied) event is about, for redrawing only that host; None when unknown."""
-    host = getattr(ev, "host", None)
-    if isinstance(host, str):
-        return host
-    meta = getattr(ev, "meta", None)
-    if isinstance(meta, ServerMeta):
-        return meta.host
-    name = getattr(ev, "server", None)
-    srv = state.servers.get(name) if isinstance(name, str) else None  # type: ignore[attr-defined]
-    return srv.meta.host if srv is not None else None

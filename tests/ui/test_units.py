@@ -116,16 +116,17 @@ def test_escape_wait_follows_the_parser_not_the_idle_poll() -> None:
     assert next_wait(105.0, 100.0) == POLL_S
 
 
-def test_event_host_names_the_host_of_every_kind_of_event() -> None:
-    from console.fleet.events import GpuSample, HealthResult, LogData, ServerRemoved, ServerSeen, event_host
+def test_the_change_set_names_the_host_of_every_kind_of_event() -> None:
+    """The App redraws `changes.hosts`: each kind of event names its host, a removed server's too."""
+    from console.fleet.events import GpuSample, HealthResult, LogData, ServerRemoved, ServerSeen
     from console.fleet.state import FleetState
     from tests.ui.fakes import meta
 
     st = FleetState(["a", "b"])
     m = meta("p", "b", (0,), 30000, pid=1, sid=1)
-    st.apply(ServerSeen(m, 1.0))
-    assert event_host(GpuSample("a", 1.0, ()), st) == "a"
-    assert event_host(ServerSeen(m, 1.0), st) == "b"
-    assert event_host(LogData(m.name, 1.0, "/x.log", 0, b"x\n"), st) == "b"
-    assert event_host(HealthResult(m.name, 1.0, "ok"), st) == "b"
-    assert event_host(ServerRemoved("gone-already", 1.0), st) is None  # unknown: the app redraws everything
+    assert st.apply(ServerSeen(m, 1.0)).hosts == {"b"}
+    assert st.apply(GpuSample("a", 1.0, ())).hosts == {"a"}
+    assert st.apply(LogData(m.name, 1.0, "/x.log", 0, b"x\n")).hosts == {"b"}
+    assert st.apply(HealthResult(m.name, 1.0, "ok")).hosts == {"b"}
+    assert st.apply(ServerRemoved(m.name, 1.0)).hosts == {"b"}  # known before it went
+    assert st.apply(ServerRemoved("gone-already", 1.0)).hosts == frozenset()  # nothing of the state changed
