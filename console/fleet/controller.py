@@ -21,6 +21,7 @@ from console.fleet.changes import Changes
 from console.fleet.events import (
     Event,
     HealthResult,
+    HealthStatus,
     HostDown,
     HostUp,
     LogData,
@@ -56,6 +57,8 @@ HEALTH_EVERY_S = 1.0
 HEALTH_READY_EVERY_S = 4.0
 """Under the pool's 4.5 s keep-alive, so a ready server's polls reuse one connection (one forward channel)."""
 METRICS_EVERY_S = 5.0
+HEALTH_OF_CODE: dict[int, HealthStatus] = {200: "ok", 503: "warming", 401: "unauthorized"}
+"""/health's HTTP status as the console reads it; any other code is "error"."""
 
 
 class FleetController:
@@ -389,8 +392,8 @@ class FleetController:
             finally:
                 self.http_in_flight -= 1
             ms = (time.monotonic() - t0) * 1000
-            status = {200: "ok", 503: "warming", 401: "unauthorized"}.get(r.status_code, "error")
-            return HealthResult(name, time.time(), status, f"HTTP {r.status_code}", ms)  # type: ignore[arg-type]
+            status = HEALTH_OF_CODE.get(r.status_code, "error")
+            return HealthResult(name, time.time(), status, f"HTTP {r.status_code}", ms)
         except TimeoutError:
             return HealthResult(name, time.time(), "error", f"no complete answer within {HEALTH_DEADLINE_S:g} s")
         except BodyTooLarge as e:

@@ -72,8 +72,9 @@ def command_name(command: str) -> str:
 @contextlib.contextmanager
 def operation(name: str) -> Iterator[str]:
     """Records written inside (this task and the tasks it starts) carry one op id: a command's steps."""
-    if _op.get() is not None:  # already inside one: its steps stay in the outer group
-        yield _op.get()[0]  # type: ignore[index]
+    outer = _op.get()
+    if outer is not None:  # already inside one: its steps stay in the outer group
+        yield outer[0]
         return
     op_id = f"{os.getpid():x}-{next(_op_seq)}"
     token = _op.set((op_id, name))

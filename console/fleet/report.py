@@ -9,7 +9,7 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from console.config import Fleet, load_fleet
@@ -121,8 +121,8 @@ async def _wait_host(ctl: FleetController, host: str, timeout: float) -> bool:
     return False
 
 
-def run_async(coro: Awaitable[int]) -> int:
+def run_async(coro: Coroutine[Any, Any, int]) -> int:
     try:
-        return asyncio.run(coro)  # type: ignore[arg-type]
+        return asyncio.run(coro)
     except KeyboardInterrupt:
         return 130
