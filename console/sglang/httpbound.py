@@ -80,18 +80,43 @@ class Deadline:
         return await asyncio.wait_for(aw, self.left())
 
 
-async def sse_data(r: httpx.Response, deadline: Deadline, max_line: int = SSE_LINE_MAX_BYTES) -> AsyncIterator[str]:
+DONE_DRAIN_S = 0.25
+"""After `data: [DONE]` the rest of the response (the chunked terminator, usually in the same read) is read for at
+most this long, so the connection goes back to the pool (a response left unread closes its connection: every
+chat message then opened a new TCP connection, through SSH a new forward channel)."""
+
+
+def _left_or_zero(deadline: Deadline) -> float:
+    try:
+        left = deadline.left()
+    except TimeoutError:
+        return 0.0
+    return DONE_DRAIN_S if left is None else left
+
+
+async def sse_data(r: httpx.Response, deadline: Deadline, max_line: int = SSE_LINE_MAX_BYTES,
+                   done: str = "[DONE]") -> AsyncIterator[str]:
     """The `data` of each server-sent event, within the deadline; a line over max_line is BodyTooLarge.
 
-    Only `data:` fields matter for OpenAI-style streams; `event:`, `id:`, `retry:` and comments are skipped."""
+    Only `data:` fields matter for OpenAI-style streams; `event:`, `id:`, `retry:` and comments are skipped.
+    The `done` event is the last one yielded: the response is read to its end first (DONE_DRAIN_S at most)."""
     chunks = r.aiter_bytes().__aiter__()
     buf = b""
     data: list[str] = []
+    drain: Deadline | None = None
     while True:
         try:
-            chunk = await deadline.run(chunks.__anext__())
+            chunk = await (drain or deadline).run(chunks.__anext__())
         except StopAsyncIteration:
             break
+        except TimeoutError:
+            if drain is None:
+                raise
+            break  # a server still sending after [DONE]: the connection is dropped, the answer is complete
+        if drain is not None:
+            if len(chunk) > max_line:
+                break
+            continue
         buf += chunk
         *lines, buf = buf.split(b"\n")
         if len(buf) > max_line:
@@ -102,10 +127,16 @@ async def sse_data(r: httpx.Response, deadline: Deadline, max_line: int = SSE_LI
             line = raw.rstrip(b"\r").decode("utf-8", errors="replace")
             if not line:
                 if data:
-                    yield "\n".join(data)
-                    data = []
+                    event, data = "\n".join(data), []
+                    if event == done:
+                        drain = Deadline(min(DONE_DRAIN_S, _left_or_zero(deadline)))
+                        break
+                    yield event
             elif line.startswith("data:"):
                 data.append(line[5:].removeprefix(" "))
+    if drain is not None:
+        yield done
+        return
     if buf.startswith(b"data:"):
         data.append(buf[5:].decode("utf-8", errors="replace").removeprefix(" "))
     if data:
