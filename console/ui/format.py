@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable
 
 from console.remote_text import for_terminal
-from console.sglang.phase import LABELS, STARTING_PHASES
+from console.sglang.phase import LABELS, STARTING_PHASES, Phase
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 
@@ -144,7 +144,7 @@ def server_counts(phases: Iterable[str]) -> str:
     'servers' (a crashed server is not a running one); `no servers` when there are none."""
     counts = dict.fromkeys(SERVER_KINDS, 0)
     for p in phases:
-        kind = "serving" if p in ("ready", "serving") else "starting" if p in STARTING else p
+        kind = "serving" if p in (Phase.READY, Phase.SERVING) else "starting" if p in STARTING else p
         if kind in counts:
             counts[kind] += 1
     parts = [f"{n} {kind}" for kind, n in counts.items() if n]

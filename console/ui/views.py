@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from console.fleet.state import FleetState, GpuPoint, GpuState, HostState, ServerState
+from console.sglang.phase import STARTING_PHASES, Phase
 from console.ui import format as fmt
 
 HOT_C = 80
@@ -25,7 +26,6 @@ LIVE_S = 2.5
 Span = tuple[str, str]
 """(text, tone): tone is '' (plain), 'bold', or a semantic colour name the widget maps to the theme."""
 
-ENDED = ("crashed", "stopped")
 
 
 @dataclass(frozen=True)
@@ -120,29 +120,29 @@ class HostView:
 # -- small words --------------------------------------------------------------------------------
 def phase_tone(phase: str) -> str:
     """Semantic colour of a phase word."""
-    return {"ready": "ready", "serving": "serving", "crashed": "crashed", "stopped": "stopped"}.get(phase, "starting")
+    return phase if phase in (Phase.READY, Phase.SERVING, Phase.CRASHED, Phase.STOPPED) else "starting"
 
 
 def pane_kind(server: ServerState | None) -> str:
     if server is None:
         return "free"
     p = server.phase
-    return "ready" if p in ("ready", "serving") else p if p in ENDED else "starting"
+    return "ready" if p.up else p.value if p.terminal else "starting"
 
 
 def progress_text(server: ServerState) -> str:
     """`7/15 shards`, `bs 24/36`: the startup progress the log parser saw."""
     log = server.log
-    if server.phase == "loading_weights" and log.shards:
+    if server.phase is Phase.LOADING_WEIGHTS and log.shards:
         return f"{log.shards[0]}/{log.shards[1]} shards"
-    if server.phase == "cuda_graph" and log.graphs:
+    if server.phase is Phase.CUDA_GRAPH and log.graphs:
         return f"bs {log.graphs[0]}/{log.graphs[1]}"
     return ""
 
 
 def progress_fraction(server: ServerState) -> float | None:
     p = server.phase
-    pair = server.log.shards if p == "loading_weights" else server.log.graphs if p == "cuda_graph" else None
+    pair = server.log.shards if p is Phase.LOADING_WEIGHTS else server.log.graphs if p is Phase.CUDA_GRAPH else None
     return pair[0] / pair[1] if pair and pair[1] else None
 
 
@@ -173,16 +173,16 @@ def server_view(srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: i
     """`tail`: log lines to carry; `points`: the newest throughput points to carry (None: all)."""
     phase = srv.phase
     tone = phase_tone(phase)
-    ended = phase in ENDED
+    ended = phase.terminal
     word = fmt.PHASE_WORDS.get(phase, phase)
     code = f" (exit {srv.exit_status})" if srv.exit_status is not None else ""
     detail: list[tuple[Span, ...]] = []
     progress = None
     if ended:
         when = fmt.end_words(phase, srv.alive, srv.ended_at, now)
-        icon = "✖" if phase == "crashed" else "■"
+        icon = "✖" if phase is Phase.CRASHED else "■"
         status: tuple[Span, ...] = ((f"{icon} {when}{code}", f"bold {tone}"),)
-        if phase == "crashed":
+        if phase is Phase.CRASHED:
             d = srv.log.diagnosis
             detail.append(((fmt.clean(d.summary) if d else srv.signal or "the process ended", tone),))
             if d and d.hint:
@@ -195,16 +195,16 @@ def server_view(srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: i
             srv.log.crash_in_log or "", "enter: its log")
         detail.append(((f"{at} · r: relaunch", "dim"),))
     else:
-        icon = "●" if phase in ("ready", "serving") else "◐"
+        icon = "●" if phase.up else "◐"
         spans: list[Span] = [(f"{icon} {word}", f"bold {tone}")]
         prog = progress_text(srv)
         if prog:
             spans.append((f" {prog}", ""))
             progress = progress_fraction(srv)
-        elif phase in ("ready", "serving") and srv.health is not None and srv.health != "ok":
+        elif phase.up and srv.health is not None and srv.health != "ok":
             spans.append((f" (health {fmt.clean(srv.health)})", "starting"))
         status = tuple(spans)
-        if phase in fmt.STARTING:
+        if phase.starting:
             started = srv.meta.started_at
             detail.append(((f"starting for {fmt.age(max(0.0, now - started))}" if started else "starting", "dim"),))
     return ServerView(
@@ -398,7 +398,8 @@ class ServerPage:
     facts: tuple[str, ...]
 
 
-TIMELINE = ("launching", "loading_weights", "kv_cache", "cuda_graph", "warming")
+TIMELINE = STARTING_PHASES
+"""The startup phases the server screen times, against the previous launch's."""
 
 
 def server_page(srv: ServerState, now: float) -> ServerPage:

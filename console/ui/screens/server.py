@@ -15,6 +15,7 @@ from textual.widgets import Input, Static
 
 from console.config import user_state_dir
 from console.fleet.state import ServerState
+from console.sglang.phase import Phase
 from console.ui import format as fmt
 from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.console_app import console_app
@@ -139,7 +140,7 @@ class ServerScreen(ServerKeys, Screen):
         self.sync()
         self.query_one(LogView).focus()
         srv = self.current_server()
-        if srv is not None and srv.phase == "crashed":
+        if srv is not None and srv.phase is Phase.CRASHED:
             self.call_after_refresh(self.action_traceback)
 
     def on_screen_suspend(self) -> None:
