@@ -331,6 +331,9 @@ class DflashApp(ActionsMixin, App[int]):
         for title, help_text, cb, ok, action in cmds:
             if ok and not (self.read_only and action in MUTATING):
                 yield SystemCommand(title, help_text, cb)
+        from console.ui.widgets.router_band import router_commands  # issue 15: `router: up NAME` …
+
+        yield from router_commands(self)
 
     def _palette_launch(self) -> None:
         launch = getattr(self.screen, "action_launch", None)

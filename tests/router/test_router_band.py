@@ -76,6 +76,10 @@ async def test_l_on_the_band_starts_the_router_s_stops_it(monkeypatch: pytest.Mo
             await pilot.press("l")
             await wait_until(lambda: "running · 2/2 workers healthy" in shown(), patient(60), "router running")
             assert "✓ gpu0" in shown() and "✓ gpu1" in shown()
+            from console.ui.widgets.router_band import router_commands
+
+            titles = [c.title for c in router_commands(app)]
+            assert titles == ["router: down lb", "router: restart lb", "router: chat lb"], titles
             await pilot.pause()
             app.save_screenshot(filename="router_band.svg", path=str(root))
             # `b` on the band: a sweep through the router; one replica SIGKILLed mid-sweep; the sweep runs to its end

@@ -8,9 +8,11 @@ it. The RouterManager (console/router/manager.py) is created on first use and wa
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from rich.text import Text
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import Static
@@ -195,3 +197,36 @@ class RouterBand(Static, can_focus=True):
 
     def action_router_bench(self) -> None:
         console_app(self).request_bench(self.target)
+
+
+def router_commands(app: Any) -> Iterator[SystemCommand]:
+    """The palette's `router: …` commands for every router (the app's get_system_commands yields them)."""
+    mgr = router_manager(app)
+    if mgr is None:
+        return
+
+    def act(name: str, verb: str) -> None:
+        if app.refuse_if_read_only("stop" if verb == "down" else "launch"):
+            return
+        fn = {"up": mgr.up, "down": mgr.down, "restart": mgr.restart}[verb]
+
+        async def go() -> tuple[bool, str]:
+            out = await fn(name)
+            return out.ok, out.message
+
+        app._run(f"router {verb}", name, go)
+
+    for name, v in mgr.views.items():
+        live = v.phase in ("running", "starting")
+        if not app.read_only:
+            if not live:
+                yield SystemCommand(f"router: up {name}", "Start the router over the serving replicas",
+                                    lambda n=name: act(n, "up"))
+            else:
+                yield SystemCommand(f"router: down {name}", "Stop the router (the replicas keep serving)",
+                                    lambda n=name: act(n, "down"))
+                yield SystemCommand(f"router: restart {name}", "Stop and start the router",
+                                    lambda n=name: act(n, "restart"))
+        if v.phase == "running":
+            yield SystemCommand(f"router: chat {name}", "Chat through the router",
+                                lambda n=name: app.open_chat(ROUTER_PREFIX + n))
