@@ -135,6 +135,9 @@ class FleetScreen(ServerKeys, Screen):
         self.filter_text = ""
         """The fleet filter (`/`): only GPUs whose views match every word are shown."""
         self._shown: dict[str, tuple[int, ...]] = {}
+        self._auto = True
+        """The selection is the console's pick (the first pane), not the person's: a re-layout may move it."""
+        self._auto_target: tuple[str, int] | None = None
 
     def compose(self) -> ComposeResult:
         self._topbar = Static("", id="topbar", markup=False)
@@ -198,7 +201,8 @@ class FleetScreen(ServerKeys, Screen):
         self._sync_topbar()
         if self._activity is not None:
             self._activity.sync()
-        if not isinstance(self.focused, (GpuPane, RouterBand)):  # a focused router band keeps focus (issue 15)
+        if (not isinstance(self.focused, (GpuPane, RouterBand))  # a focused router band keeps focus (issue 15)
+                or (self._auto and isinstance(self.focused, GpuPane))):  # the console's pick follows the order
             self._refocus()
         refresh_bindings_if_changed(self)
 
@@ -234,9 +238,11 @@ class FleetScreen(ServerKeys, Screen):
     def _refocus(self) -> None:
         """Focus the selected GPU's pane again (after a re-layout), else the first pane."""
         panes = [p for b in self._bands.values() for p in b.panes() if p.display]
-        want = next((p for p in panes if (p.host, p.gpu) == self.selection), None)
+        want = None if self._auto else next((p for p in panes if (p.host, p.gpu) == self.selection), None)
         target = want or (panes[0] if panes else None)
         if target is not None and self.focused is not target and not isinstance(self.focused, Input):
+            if want is None:  # not the person's choice: the first pane in order, even as hosts come up
+                self._auto_target = (target.host, target.gpu)
             target.focus(scroll_visible=False)
 
     def _sync_topbar(self) -> None:
@@ -308,6 +314,8 @@ class FleetScreen(ServerKeys, Screen):
     # -- selection -----------------------------------------------------------------------
     def on_gpu_pane_selected(self, msg: GpuPane.Selected) -> None:
         self.selection = (msg.host, msg.gpu)
+        self._auto = self.selection == self._auto_target  # a pane the person moved to stays selected
+        self._auto_target = None
         self.refresh_bindings()
 
     def current_host(self) -> str | None:
