@@ -128,6 +128,7 @@ class ChatScreen(Screen):
         if self.server_name not in names:
             self.server_name = names[0] if names else None
         with Horizontal(id="bar"):
+            yield Label("fleet › chat ›", id="crumbs")  # where this screen sits; esc goes back to the fleet
             yield Select(choices, value=self.server_name if self.server_name else Select.BLANK, id="server",
                          prompt="server", allow_blank=not names)
             yield Label("max tokens")
