@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -41,6 +42,7 @@ async def failover(trials: int, replicas: int) -> list[dict]:
             print(json.dumps(out[-1]), flush=True)
         finally:
             await rig.close()
+            shutil.rmtree(root, ignore_errors=True)
     return out
 
 
@@ -63,6 +65,7 @@ async def scaling(replicas: int, levels: tuple[int, ...]) -> list[dict]:
                              "errors": lv.errors})
     finally:
         await rig.close()
+        shutil.rmtree(root, ignore_errors=True)
     return rows
 
 

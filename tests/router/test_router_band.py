@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -127,3 +128,4 @@ async def test_l_on_the_band_starts_the_router_s_stops_it(monkeypatch: pytest.Mo
         if app is not None and getattr(app, "router_manager", None) is not None:
             await app.router_manager.aclose()
         await rig.close()
+        shutil.rmtree(root, ignore_errors=True)

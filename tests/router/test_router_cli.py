@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,3 +72,4 @@ def test_router_cli_on_a_local_sim_host():
         assert r.returncode == 0 and "already stopped" in r.stdout
     finally:
         sim_down(root)
+        shutil.rmtree(root, ignore_errors=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -35,8 +36,8 @@ def _router_alive(pid: int) -> bool:
 @pytest.fixture
 def root():
     d = Path(tempfile.mkdtemp(prefix="dfc-router-", dir="/tmp"))
-    os.environ.setdefault("DFLASH_STATE_DIR", str(d / "state"))
     yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 async def test_router_up_chat_crash_under_load_relaunch_down(root: Path, monkeypatch: pytest.MonkeyPatch):
