@@ -70,7 +70,7 @@ def print_view(mgr: RouterManager, name: str) -> None:
         who = mgr.replica_of(name, w.url) or "(not a known replica)"
         wr = v.worker_rps.get(w.url)
         print(mask(f"  {clean(w.url, 80)}  {clean(who, 60)}  {'healthy' if w.healthy else 'UNHEALTHY'}"
-                   f"  load {'-' if w.load is None else w.load}  {'-' if wr is None else f'{wr:.1f}'} req/s"))
+                   f"  {mgr.worker_load(name, w)}  {'-' if wr is None else f'{wr:.1f}'} req/s"))
     listed = {w.url for w in v.workers}
     for s in mgr.ctl.state.servers.values():
         if s.meta.preset in spec.presets and s.meta.host == spec.host and s.meta.port is not None:

@@ -21,7 +21,7 @@ import httpx
 from console.fleet.api import ActionOutcome
 from console.fleet.journalview import operation
 from console.router import command as rc
-from console.router.api import RouterApi
+from console.router.api import RouterApi, RouterWorker
 from console.router.reconcile import Changes, plan_changes
 from console.router.spec import ROUTER_PREFIX
 from console.router.state import RouterView, crash_cause
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from console.fleet.controller import FleetController
 
 START_TIMEOUT_S = 60.0
+LOAD_POLICIES = ("cache_aware", "power_of_two")
+"""Policies under which sglang-router 0.3 counts a worker's in-flight requests (`load` in /workers)."""
 PROCESS_EVERY_S = 3.0
 Listener = Callable[[str], None]
 
@@ -128,6 +130,15 @@ class RouterManager:
             if s.meta.preset in spec.presets and s.meta.host == spec.host and s.meta.port is not None:
                 urls.add(rc.worker_url(s.meta.bind, s.meta.port))
         return sorted(urls)
+
+    def worker_load(self, name: str, w: RouterWorker) -> str:
+        """`load N` as the router counts it (cache_aware and power_of_two do; round_robin and random report 0
+        whatever runs), else `run N`: the replica's own running requests from its log; `-` when neither is known."""
+        if self.fleet.routers[name].policy in LOAD_POLICIES:
+            return f"load {'-' if w.load is None else w.load}"
+        who = self.replica_of(name, w.url)
+        running = self.ctl.state.servers[who].log.running if who else None
+        return f"run {'-' if running is None else running}"
 
     def replica_of(self, name: str, url: str) -> str | None:
         """The server name behind a worker URL (for the band's per-worker lines)."""

@@ -29,18 +29,18 @@ def _text(parts: list[tuple[str, str]]) -> str:
 
 def test_band_parts_per_phase():
     v = RouterView("lb", "bw", 31080, "round_robin", phase="stopped")
-    head, body = band_parts(v, [("u", None, True, None, None)] * 3, [], 0.0)
+    head, body = band_parts(v, [("u", None, True, "", None)] * 3, [], 0.0)
     assert _text(head) == "○ router lb :31080 round_robin  stopped"
     assert _text(body) == "l: start it over the 3 replicas that answer now"
     assert "serving" not in _text(band_parts(v, [], [], 0.0)[1])
     w = (RouterWorker("1", "http://127.0.0.1:31000", True, 2), RouterWorker("2", "http://127.0.0.1:31001", False, 0))
     run = RouterView("lb", "bw", 31080, "round_robin", phase="running", workers=w, rps=12.34, started_at=100.0,
                      last_change="removed http://127.0.0.1:31002")
-    head, body = band_parts(run, [("http://127.0.0.1:31000", "gen@bw:gpu0", True, 2, 6.0),
-                                  ("http://127.0.0.1:31001", "gen@bw:gpu1", False, 0, None)],
+    head, body = band_parts(run, [("http://127.0.0.1:31000", "gen@bw:gpu0", True, "load 2", 6.0),
+                                  ("http://127.0.0.1:31001", "gen@bw:gpu1", False, "run 0", None)],
                             [("gen@bw:gpu2", "crashed")], 160.0)
     assert "running · 1/2 workers healthy · 12.3 req/s · up 60 s" in _text(head)
-    assert _text(body).startswith("✓ gpu0 load 2 6.0/s   ✖ gpu1 load 0   · gpu2 not routed (crashed)")
+    assert _text(body).startswith("✓ gpu0 load 2 6.0/s   ✖ gpu1 run 0   · gpu2 not routed (crashed)")
     assert _text(body).endswith("removed http://127.0.0.1:31002")
     crashed = RouterView("lb", "bw", 31080, "round_robin", phase="crashed", error="[bold]port\x1b[2J 31080 taken",
                          log_path="/l")

@@ -50,9 +50,10 @@ def router_bands(app: Any, host: str) -> list[RouterBand]:
     return [RouterBand(n) for n, r in routers.items() if r.host == host]
 
 
-def band_parts(v: RouterView, workers: list[tuple[str, str | None, bool, int | None, float | None]],
+def band_parts(v: RouterView, workers: list[tuple[str, str | None, bool, str, float | None]],
                missing: list[tuple[str, str]], now: float) -> tuple[list[Part], list[Part]]:
-    """The band's two rows (pure). `workers`: (url, replica name, healthy, load, req/s) as the router lists them;
+    """The band's two rows (pure). `workers`: (url, replica name, healthy, `load N`/`run N`, req/s) as the router
+    lists them;
     `missing`: (replica, phase) of the router's replicas it does not list."""
     icon, tone = {"running": ("⇄", "phase-ready"), "starting": ("◌", "phase-starting"),
                   "crashed": ("✖", "phase-crashed"), "stopped": ("○", "dim"), "unknown": ("?", "stale")}[v.phase]
@@ -68,8 +69,7 @@ def band_parts(v: RouterView, workers: list[tuple[str, str | None, bool, int | N
         for url, who, ok, load, rps in workers:
             label = who.rsplit(":", 1)[-1] if who else fmt.clean(url.rsplit(":", 1)[-1], 12)
             body.append((("✓ " if ok else "✖ ") + label, "phase-ready" if ok else "phase-crashed"))
-            body.append((f" load {'-' if load is None else load}" + ("" if rps is None else f" {rps:.1f}/s") + "   ",
-                         ""))
+            body.append((f" {load}" + ("" if rps is None else f" {rps:.1f}/s") + "   ", ""))
         for who, phase in missing:
             body.append((f"· {who.rsplit(':', 1)[-1]} not routed ({phase})   ", "dim"))
         if v.last_change:
@@ -135,11 +135,12 @@ class RouterBand(Static, can_focus=True):
             self.app.notify(f"router {self.router} exited: {fmt.clean(v.error or '', 200)}", severity="error",
                             markup=False, timeout=10)
         self._phase = v.phase
-        workers = sorted(((w.url, mgr.replica_of(self.router, w.url), w.healthy, w.load, v.worker_rps.get(w.url))
+        workers = sorted(((w.url, mgr.replica_of(self.router, w.url), w.healthy, mgr.worker_load(self.router, w),
+                           v.worker_rps.get(w.url))
                           for w in v.workers), key=lambda w: (w[1] is None, w[1] or w[0]))
         listed = {w.url for w in v.workers}
         if v.phase != "running":  # what `l` would start it over
-            workers = [(u, None, True, None, None) for u in mgr.ready_urls(self.router)]
+            workers = [(u, None, True, "", None) for u in mgr.ready_urls(self.router)]
         spec = mgr.fleet.routers[self.router]
         from console.router.command import worker_url
 
