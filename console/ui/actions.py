@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.text import Text
 
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 
     from console.fleet.api import FleetApi
     from console.fleet.state import FleetState
-    from console.ui.app import DflashApp
     from console.ui.backend import ChatBackend, ProbeReport
 
 
@@ -33,7 +32,11 @@ class ActionHost(Protocol):
     activity: deque[Notice]
     last_probe: ProbeReport | None
     last_probe_line: str
-    bench_runner: Callable[[DflashApp, str], None] | None
+
+    @property
+    def bench_runner(self) -> Callable[[Any, str], None] | None:
+        """`bench_runner(app, server)`, installed by the bench feature (console/ui/bench_screen.py)."""
+        ...
 
     @property
     def state(self) -> FleetState: ...
@@ -165,7 +168,7 @@ class ActionsMixin:
         if self.bench_runner is None:
             self.notify("bench is not available in this build", severity="warning", markup=False)
             return
-        self.bench_runner(cast("DflashApp", self), name)  # ActionHost is the App this is mixed into
+        self.bench_runner(self, name)
 
     def api_key_for(self: ActionHost, name: str) -> str | None:
         """The API key from the env var the preset names; read here, never shown."""
