@@ -1,8 +1,9 @@
-"""The narrow faces of the controller that the lifecycle actions and the launch pre-checks work through.
+"""The narrow faces of the controller that the lifecycle actions, the launch pre-checks and the liveness rechecks
+work through.
 
 `console.fleet.actions` (launch, stop, restart, wait-ready) and `console.fleet.prechecks` used to take the
-whole FleetController; they need only what is named here, so they no longer import it (the
-actions ⇄ controller cycle is gone), and what an action may touch is written down in one place.
+whole FleetController (so did `console.fleet.recheck`); they need only what is named here, so they no longer
+import it (the actions ⇄ controller and recheck ⇄ controller cycles are gone), and what an action may touch is written down in one place.
 FleetController satisfies both structurally (mypy checks it where the controller passes itself).
 """
 
@@ -13,9 +14,10 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from console.config import Fleet
-from console.fleet.events import Event, ServerMeta
+from console.fleet.events import Event, HealthResult, ServerMeta
 from console.fleet.hostlink import HostLink
 from console.fleet.journal import Journal
+from console.fleet.liveness import Absences
 from console.fleet.state import FleetState
 
 
@@ -62,3 +64,16 @@ class HostOps(FleetView, Protocol):
     async def wait_gone(self, name: str, timeout: float) -> bool:
         """Until the state calls the server ended (True) or `timeout` s pass (False)."""
         ...
+
+
+class Rechecks(FleetView, Protocol):
+    """What the second look before an end (and the log re-read of a server alive after all) needs."""
+
+    @property
+    def absences(self) -> Absences:
+        """Servers the last process samples missed, since when."""
+        ...
+
+    async def check_health(self, name: str) -> HealthResult: ...
+
+    def emit(self, events: list[Event]) -> object: ...

@@ -12,21 +12,21 @@ from typing import TYPE_CHECKING
 
 from console.fleet import discovery, liveness
 from console.fleet.events import Event, LogData, ServerGone
+from console.fleet.hostops import Rechecks
 from console.sglang.command import shell_path
 from console.sglang.phase import Phase
 from console.transport.base import TransportError
 
 if TYPE_CHECKING:
-    from console.fleet.controller import FleetController
     from console.fleet.hostlink import HostLink
 
 
-def _same(ctl: FleetController, name: str, launch_id: str) -> bool:
+def _same(ctl: Rechecks, name: str, launch_id: str) -> bool:
     s = ctl.state.servers.get(name)
     return s is not None and s.alive and s.meta.launch_id == launch_id and ctl.absences.missing(name)
 
 
-async def confirm_gone(ctl: FleetController, link: HostLink, name: str) -> None:
+async def confirm_gone(ctl: Rechecks, link: HostLink, name: str) -> None:
     """A sample missed `name`: look again; end it only if ps misses it too and /health does not answer.
 
     The log is read to its end by the same command, so the ServerGone that follows is diagnosed
@@ -65,7 +65,7 @@ async def confirm_gone(ctl: FleetController, link: HostLink, name: str) -> None:
     ctl.emit(events)
 
 
-async def resync_log(ctl: FleetController, link: HostLink, name: str) -> None:
+async def resync_log(ctl: Rechecks, link: HostLink, name: str) -> None:
     """A server called ended is alive after all: its log model was reset, so read the log again from the
     start (the state drops tail chunks until this arrives), then keep tailing after it."""
     s = ctl.state.servers.get(name)
