@@ -138,6 +138,7 @@ class FleetScreen(ServerKeys, Screen):
         self._auto = True
         """The selection is the console's pick (the first pane), not the person's: a re-layout may move it."""
         self._auto_target: tuple[str, int] | None = None
+        """The pane the console focused last on its own."""
 
     def compose(self) -> ComposeResult:
         self._topbar = Static("", id="topbar", markup=False)
@@ -202,7 +203,8 @@ class FleetScreen(ServerKeys, Screen):
         if self._activity is not None:
             self._activity.sync()
         if (not isinstance(self.focused, (GpuPane, RouterBand))  # a focused router band keeps focus (issue 15)
-                or (self._auto and isinstance(self.focused, GpuPane))):  # the console's pick follows the order
+                or (self._auto and isinstance(self.focused, GpuPane)  # the console's pick follows the order,
+                    and (self.focused.host, self.focused.gpu) == self._auto_target)):  # never a pane focused since
             self._refocus()
         refresh_bindings_if_changed(self)
 
@@ -315,7 +317,6 @@ class FleetScreen(ServerKeys, Screen):
     def on_gpu_pane_selected(self, msg: GpuPane.Selected) -> None:
         self.selection = (msg.host, msg.gpu)
         self._auto = self.selection == self._auto_target  # a pane the person moved to stays selected
-        self._auto_target = None
         self.refresh_bindings()
 
     def current_host(self) -> str | None:
