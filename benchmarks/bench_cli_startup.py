@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import ROOT, Result
+from benchmarks.common import ROOT, Result, bench_parser, report
 
 HELP_EXTRA_S = 0.3
 STATUS_EXTRA_S = 1.0
@@ -102,14 +102,10 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__doc__)
     ap.add_argument("--repeat", type=int, default=10, help="interleaved rounds (default 10)")
     ap.add_argument("--tree", metavar="DIR", help="another checkout to time side by side (before/after)")
-    ap.add_argument("--json", action="store_true", help="print the Result as one JSON line")
-    args = ap.parse_args(argv)
-    r = run(args)
-    print(r.to_json()) if args.json else r.print()
-    return 0
+    return report(run, ap.parse_args(argv))
 
 
 if __name__ == "__main__":

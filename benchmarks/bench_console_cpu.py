@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import Result
+from benchmarks.common import Result, bench_parser, report
 from benchmarks.harness import (
     TmuxConsole,
     contention,
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__doc__)
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--hosts", type=int, default=8)
     ap.add_argument("--servers-per-host", type=int, default=2)
@@ -114,11 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--screen", metavar="PATH", help="save the fleet screen as tmux shows it (to check the panes)")
     ap.add_argument("--profile", metavar="PATH", help="run the console under pyinstrument; text report to PATH")
     ap.add_argument("--entry", metavar="SCRIPT", help="run this script instead of `-m console` (try a fix)")
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
-    r = run(args)
-    print(r.to_json()) if args.json else r.print()
-    return 0
+    return report(run, ap.parse_args(argv))
 
 
 if __name__ == "__main__":

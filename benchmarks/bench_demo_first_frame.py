@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks.common import ROOT, Result
+from benchmarks.common import ROOT, Result, bench_parser, report
 
 TARGET_S = 1.5
 BARE_APP = ("from textual.app import App\nfrom textual.widgets import Header\n"
@@ -95,14 +95,10 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__doc__)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--full", action="store_true", help="run the full demo (launches sim servers on ports 30000/31000)")
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
-    r = run(args)
-    print(r.to_json()) if args.json else r.print()
-    return 0
+    return report(run, ap.parse_args(argv))
 
 
 if __name__ == "__main__":

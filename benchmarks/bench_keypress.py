@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 
 from benchmarks.bench_console_cpu import launch
-from benchmarks.common import Result, pcts
+from benchmarks.common import Result, bench_parser, pcts, report
 from benchmarks.harness import (
     TmuxConsole,
     contention,
@@ -143,18 +143,14 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__doc__)
     ap.add_argument("--servers", type=int, default=8)
     ap.add_argument("--rate", type=float, default=1250.0, help="lines/s per server (default 1250 = 10k total)")
     ap.add_argument("--presses", type=int, default=8, help="rounds of 4 keys (right, left, ?, escape)")
     ap.add_argument("--seconds", type=float, default=45.0, help="flood duration (covers both screens' presses)")
     ap.add_argument("--profile", metavar="PATH", help="run the console under pyinstrument (.pyisession: session)")
     ap.add_argument("--entry", metavar="SCRIPT", help="run this script instead of `-m console` (try a fix)")
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
-    r = run(args)
-    print(r.to_json()) if args.json else r.print()
-    return 0
+    return report(run, ap.parse_args(argv))
 
 
 if __name__ == "__main__":

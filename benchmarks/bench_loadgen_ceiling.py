@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import Result, fake_server_proc, pin
+from benchmarks.common import Result, bench_parser, fake_server_proc, pin, report
 from console.sglang.bench import BenchSpec, LoadGenerator
 
 TARGET = 20_000.0
@@ -93,17 +93,13 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__doc__)
     ap.add_argument("--concurrency", type=int, default=128)
     ap.add_argument("--step", type=float, default=0.004, help="seconds per decode step of the paced peer")
     ap.add_argument("--output-len", type=int, default=256)
     ap.add_argument("--requests", type=int, default=256)
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of generator and bench_serving")
-    ap.add_argument("--json", action="store_true", help="print the Result as one JSON line")
-    args = ap.parse_args(argv)
-    r = run(args)
-    print(r.to_json()) if args.json else r.print()
-    return 0
+    return report(run, ap.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from benchmarks.common import Result, pcts
+from benchmarks.common import Result, bench_parser, pcts, report
 from benchmarks.harness import launch_all, presets_toml, ssh_sim_fleet
 from console.sglang.benchstats import percentile
 
@@ -132,14 +132,10 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__doc__)
     ap.add_argument("--lines", type=int, default=60)
     ap.add_argument("--interval", type=float, default=0.05, help="seconds between appended lines")
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
-    res = run(args)
-    print(res.to_json()) if args.json else res.print()
-    return 0
+    return report(run, ap.parse_args(argv))
 
 
 if __name__ == "__main__":

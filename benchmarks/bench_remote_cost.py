@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks.common import Result
+from benchmarks.common import Result, bench_parser, report
 from benchmarks.harness import launch_all, presets_toml, ssh_sim_fleet
 
 TARGET_SPAWNS = 2.0
@@ -136,15 +136,11 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__doc__)
     ap.add_argument("--seconds", type=float, default=60.0,
                     help="steady-state window per phase (a minute: the slow loops run once a minute)")
     ap.add_argument("--settle", type=float, default=20.0, help="seconds after the launches before the window opens")
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
-    r = run(args)
-    print(r.to_json()) if args.json else r.print()
-    return 0
+    return report(run, ap.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import Result, sim_server
+from benchmarks.common import Result, bench_parser, report, sim_server
 from console.sglang.bench import BenchSpec, LoadGenerator
 from console.sim.engine import Engine
 from console.sim.spec import BLACKWELL_SPEC
@@ -55,14 +55,10 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__doc__)
     ap.add_argument("--concurrency", default="1,16,32")
     ap.add_argument("--output-len", type=int, default=128)
-    ap.add_argument("--json", action="store_true", help="print the Result as one JSON line")
-    args = ap.parse_args(argv)
-    r = run(args)
-    print(r.to_json()) if args.json else r.print()
-    return 0
+    return report(run, ap.parse_args(argv))
 
 
 if __name__ == "__main__":

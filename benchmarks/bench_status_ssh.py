@@ -18,7 +18,7 @@ import sys
 import time
 
 from benchmarks.bench_console_cpu import launch
-from benchmarks.common import ROOT, Result
+from benchmarks.common import ROOT, Result, bench_parser, report
 from benchmarks.harness import ssh_sim_fleet
 
 EXTRA_S = 1.0
@@ -76,14 +76,10 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__doc__)
     ap.add_argument("--hosts", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--json", action="store_true", help="print the Result as one JSON line")
-    args = ap.parse_args(argv)
-    r = run(args)
-    print(r.to_json()) if args.json else r.print()
-    return 0
+    return report(run, ap.parse_args(argv))
 
 
 if __name__ == "__main__":

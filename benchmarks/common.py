@@ -6,6 +6,7 @@ Every benchmark script exposes `run(args) -> Result` and a `main()` that prints 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -14,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,20 @@ def fake_server_proc(cpu: int | None = None, options: str = "") -> Iterator[str]
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(5)
+
+
+def bench_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A benchmark's argument parser: its docstring's first line, and `--json` (run_all reads that line)."""
+    ap = argparse.ArgumentParser(description=(doc or "").splitlines()[0] if doc else None)
+    ap.add_argument("--json", action="store_true", help="print the Result as one JSON line")
+    return ap
+
+
+def report(run: Callable[[argparse.Namespace], Result], args: argparse.Namespace) -> int:
+    """Run the benchmark and print its Result (one JSON line with --json); exit status 0."""
+    r = run(args)
+    print(r.to_json()) if args.json else r.print()
+    return 0
 
 
 def print_table(results: list[Result]) -> None:
