@@ -10,20 +10,20 @@ from __future__ import annotations
 import asyncio
 
 from console.sglang.client import ContentDelta, SGLangClient, StreamStats
+from tests.fixtures.rawhttp import RawServer
 
 
 def _chunk(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
-class SseServer:
+class SseServer(RawServer):
     """Streams two content events and [DONE]; with `linger` it keeps the response open after [DONE]."""
 
     def __init__(self, linger: bool = False) -> None:
         self.linger = linger
         self.accepted = 0
-        self.port = 0
-        self._server: asyncio.Server | None = None
+        super().__init__()
 
     async def _client(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         self.accepted += 1
@@ -49,15 +49,6 @@ class SseServer:
             pass
         finally:
             w.close()
-
-    async def __aenter__(self) -> SseServer:
-        self._server = await asyncio.start_server(self._client, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
 
 
 async def _message(c: SGLangClient) -> tuple[str, StreamStats | None]:

@@ -13,19 +13,19 @@ import pytest
 
 from console.sglang.httpbound import get_bounded
 from console.transport.httppool import HostHttpPool, get_retrying_stale
+from tests.fixtures.rawhttp import RawServer
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
 
 
-class CountingServer:
+class CountingServer(RawServer):
     """Answers every GET with 200; `drop_second` closes a connection when its second request arrives, unanswered
     (what a server's idle close looks like when it crosses the client's reuse)."""
 
     def __init__(self, drop_second: bool = False) -> None:
         self.accepted = 0
         self.drop_second = drop_second
-        self.port = 0
-        self._server: asyncio.Server | None = None
+        super().__init__()
 
     async def _client(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         self.accepted += 1
@@ -44,15 +44,6 @@ class CountingServer:
             pass
         finally:
             w.close()
-
-    async def __aenter__(self) -> CountingServer:
-        self._server = await asyncio.start_server(self._client, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
 
 
 @pytest.fixture
