@@ -305,13 +305,12 @@ class FleetController:
             if p.sid in managed_sids or any(s.meta.pid == p.pid for s in self.state.servers_on(host)
                                             if s.meta.managed):
                 continue
-            meta = external_meta(host, p, ())
+            gpus = gpus_of_session(p.sid, frame.procs, apps, uuid_index)
+            meta = external_meta(host, p, gpus)
             if meta.port in self.launching.get(host, ()):
                 continue  # the console's own launch in flight (its pid is known once the launch command returns)
-            gpus = gpus_of_session(p.sid, frame.procs, apps, uuid_index)
             if not gpus and self._shares_process_table(host):
                 continue  # another local host's server: only the GPUs it holds tell them apart
-            meta = external_meta(host, p, gpus)
             seen.add(meta.name)
             cur = self.state.servers.get(meta.name)
             if cur is None or cur.meta.launch_id != meta.launch_id or cur.meta.gpus != meta.gpus or not cur.alive:
