@@ -20,6 +20,8 @@ def main(argv: list[str]) -> int:
     tmp = tempfile.mkdtemp(prefix="dfc-worker-")
     os.chmod(tmp, 0o755)  # the sshd test hosts' login user must traverse it (the fixtures grant o+x upward)
     os.environ.update(TMPDIR=tmp, TMUX_TMPDIR=tmp, DFC_ISOLATED_WORKER="1")
+    for name in ("COLUMNS", "LINES"):  # xdist's spawn hands workers 80x24, which a TUI under tmux takes as its size
+        os.environ.pop(name, None)
     pid = os.fork()
     if pid == 0:
         os.execv(argv[0], argv)

@@ -55,7 +55,8 @@ def leftover_processes(marker: str) -> list[int]:
 
 def test_demo_in_tmux(tmp_path: Path) -> None:
     tmux = ["tmux", "-L", f"dfc-test-{os.getpid()}"]
-    env = {**os.environ, "TMPDIR": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+    inherited = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}  # they override tmux's size
+    env = {**inherited, "TMPDIR": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
            "XDG_STATE_HOME": str(tmp_path / "state"), "DFC_DEMO_TIME_SCALE": "0.1", "TERM": "xterm-256color"}
     cmd = f"cd {ROOT} && exec {sys.executable} -m console --demo"
     t0 = time.monotonic()
