@@ -115,6 +115,9 @@ class HostView:
     header: tuple[Span, ...]
     gpus: tuple[int, ...]
     empty_text: str
+    unplaced: tuple[tuple[Span, ...], ...] = ()
+    """One line per server whose GPUs have no pane (no GPU data yet, or nvidia-smi lost them): phase, label and
+    its last log line, so a server is never off the fleet screen just because telemetry failed."""
 
 
 # -- small words --------------------------------------------------------------------------------
@@ -366,7 +369,15 @@ def host_view(state: FleetState, host: str, now: float) -> HostView:
              "connecting": "connecting…"}.get(h.conn, "waiting for nvidia-smi…")
     if h.telemetry_error:
         empty = f"no GPU data: {fmt.clean(h.telemetry_error, 200)}"
-    return HostView(host, tuple(parts), tuple(sorted(h.gpus)), empty)
+    unplaced = tuple(_unplaced_line(s, now) for s in servers if not any(g in h.gpus for g in s.meta.gpus))
+    return HostView(host, tuple(parts), tuple(sorted(h.gpus)), empty, unplaced)
+
+
+def _unplaced_line(srv: ServerState, now: float) -> tuple[Span, ...]:
+    """`◐ launching  qwen3-8b :30000 TP2 gpu0-1 · <last log line>`."""
+    v = server_view(srv, now, tail=1)
+    last = ((" · ", ""), (v.log_tail[-1], "")) if v.log_tail else ()  # the row's muted colour
+    return (*v.status, ("  ", ""), (v.label, "bold"), *last)
 
 
 # -- the fleet filter -----------------------------------------------------------------------------

@@ -20,15 +20,16 @@ _shown: WeakKeyDictionary[Static, tuple[object, ...]] = WeakKeyDictionary()
 """What each one-row Static shows now (text and spans), kept beside the widget rather than on it."""
 
 
-def update_row(widget: Static, content: Content) -> None:
-    """Show `content` on a one-row Static only when its text or styles changed, without a re-layout.
+def update_row(widget: Static, content: Content, *, layout: bool = False) -> None:
+    """Show `content` on a one-row Static only when its text or styles changed, without a re-layout
+    (`layout=True` where the change adds or drops a row).
 
     `Static.update` re-lays out the whole screen (64 panes) by default, even for the same text.
     """
     key = (content.plain, tuple(content.spans))
     if key != _shown.get(widget):
         _shown[widget] = key
-        widget.update(content, layout=False)
+        widget.update(content, layout=layout)
 
 
 def content_width(widget: Widget) -> int:

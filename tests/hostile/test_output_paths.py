@@ -62,10 +62,12 @@ def payload(tag: str) -> str:
             + f" {tag}")
 
 
-def short_payload(tag: str) -> str:
-    """For a path that shows one narrow row (a GPU pane): the sequences and two secrets in ~90 columns."""
-    return f"{tag} " + " ".join(f"{seq}W{i:02d}" for i, seq in enumerate(SEQUENCES.values())) + \
-        f" api_key='{API_KEY}' {HF_TOKEN}"
+def pane_payload(tag: str, per_line: int = 4) -> list[str]:
+    """For a path that shows narrow rows (a GPU pane's log tail, ~60 columns): every sequence of `payload`,
+    `per_line` to a line with its word (numbered as in `payload`), then a line with two secrets."""
+    seqs = [f"{seq}W{i:02d}" for i, seq in enumerate(SEQUENCES.values())]
+    return ([f"{tag} " + " ".join(seqs[i:i + per_line]) for i in range(0, len(seqs), per_line)]
+            + [f"{tag} api_key='{API_KEY}' {HF_TOKEN}"])
 
 
 def check_path(where: str, text: str, tag: str, t0: float, *, escapes: bool = True, whole: bool = True) -> list[str]:
@@ -175,14 +177,14 @@ async def _tui_outputs(export_dir: Path) -> dict[str, tuple[str, str]]:
     meta = ServerMeta(name, "ct129", (0, 1), 30000, preset="qwen3-8b", log_path="/l", started_at=NOW - 5,
                       command=f"setsid nohup env HF_TOKEN={HF_TOKEN} python -m sglang.launch_server --api-key {API_KEY}")
     st_.apply(ServerSeen(meta, NOW))
-    lines = ["[2026-12-01 14:00:01] " + payload("LOGLINE"), "[2026-12-01 14:00:02] " + short_payload("LASTLINE")]
+    lines = ["[2026-12-01 14:00:01] " + payload("LOGLINE"), *("[2026-12-01 14:00:02] " + x for x in pane_payload("LASTLINE"))]
     st_.apply(LogData(name, NOW, "/l", 0, ("\n".join(lines) + "\n").encode()))
     api = FakeApi(st_, fleet=demo_fleet())
     app = DflashApp(api, clock=lambda: NOW, backend=FakeBackend())
     out: dict[str, tuple[str, str]] = {}
     async with app.run_test(size=(200, 50)) as pilot:
         await pilot.pause(0.3)
-        out["screen: fleet (GPU pane's last log line)"] = (screen(), "LASTLINE")
+        out["screen: fleet (GPU pane's log tail)"] = (screen(), "LASTLINE")
         app.open_server(name)
         await pilot.pause(0.4)
         assert isinstance(app.screen, ServerScreen)
@@ -212,7 +214,7 @@ async def _tui_outputs(export_dir: Path) -> dict[str, tuple[str, str]]:
 
 
 _TUI: dict[str, tuple[str, str]] = {}
-TUI_PATHS = ["screen: fleet (GPU pane's last log line)", "screen: server log", "copy (y)", "save (w)",
+TUI_PATHS = ["screen: fleet (GPU pane's log tail)", "screen: server log", "copy (y)", "save (w)",
              "screen: host band (host error)", "toasts (host down)", "toasts (crash cause)",
              "screen: crashed pane (cause)"]
 

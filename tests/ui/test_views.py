@@ -112,3 +112,21 @@ def test_fleet_filter_matches_host_preset_and_phase_words() -> None:
     assert hits("qwen3-8b") == [("ct129", 0), ("ct129", 1)]  # the TP group's other GPU too
     assert hits("blackwell free") == [("blackwell", 3)]
     assert hits("loading") == [("blackwell", 0)] and len(hits("")) == 6
+
+
+def test_a_server_on_a_host_without_gpu_data_stays_on_the_fleet_screen() -> None:
+    """nvidia-smi failing (or not reporting a GPU) must not hide the servers there: the band lists them."""
+    from console.fleet.events import HostUp, TelemetryError
+    from console.ui.views import host_view
+
+    st = FleetState(["a"])
+    st.apply(HostUp("a", NOW))
+    st.apply(TelemetryError("a", NOW, "nvidia-smi: command not found"))
+    m = meta("p", "a", (0, 1), 30000, pid=1, sid=1)
+    st.apply(ServerSeen(m, NOW))
+    st.apply(LogData(m.name, NOW, m.log_path or "", 0, b"[2026-12-01 10:00:00] Load weight begin.\n"))
+    v = host_view(st, "a", NOW)
+    assert v.gpus == () and v.empty_text == "no GPU data: nvidia-smi: command not found"
+    (row,) = v.unplaced
+    text = "".join(t for t, _ in row)
+    assert text.startswith("◐ ") and "p :30000 TP2 gpu0-1" in text and text.endswith("Load weight begin.")

@@ -42,7 +42,7 @@ class HostBand(Vertical):
     HostBand { height: auto; width: 1fr; }
     HostBand HostHeader { height: 1; padding: 0 1; background: $panel; }
     HostBand .gpus { layout: grid; grid-size: 2; grid-rows: 8; height: auto; grid-gutter: 0 0; }
-    HostBand .nogpu { height: 1; padding: 0 2; color: $text-muted; }
+    HostBand .nogpu { height: auto; padding: 0 2; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, host: str) -> None:
@@ -53,6 +53,7 @@ class HostBand(Vertical):
         self._header = HostHeader(host)
         self._grid = Container(classes="gpus")
         self._nogpu = Static("waiting for nvidia-smi…", classes="nogpu", markup=False)
+        self._nogpu_rows = 1
         self._panes: list[GpuPane] = []
         """Kept here: a DOM query per sync for 8 hosts × 4 syncs/s showed up in the profile."""
         self.marked: set[int] = set()
@@ -97,9 +98,13 @@ class HostBand(Vertical):
             want = self.shown is None or p.gpu in self.shown
             if p.display != want:
                 p.display = want
-        self._nogpu.display = not view.gpus
-        if not view.gpus:
-            update_row(self._nogpu, Content(view.empty_text))
+        self._nogpu.display = not view.gpus or bool(view.unplaced)
+        if self._nogpu.display:
+            c = colours(self)
+            rows = ([Content(view.empty_text)] if not view.gpus else []) + [spans(u, c) for u in view.unplaced]
+            text = Content("\n").join(rows)
+            update_row(self._nogpu, text, layout=len(rows) != self._nogpu_rows)
+            self._nogpu_rows = len(rows)
         vis = visible_widgets(self) if visible is None else visible
         if self._header in vis:
             self._header.sync()
