@@ -15,7 +15,10 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the command runs, not for `--help`
+    from collections.abc import Callable
+
     from console.fleet.controller import FleetController
+    from console.router.manager import RouterManager
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,6 +55,13 @@ def render(doc: dict) -> str:
             name = s["name"] + ("" if s["managed"] else " (external)")
             out.append(f"{name:44} {s['phase']:16} {tp:>8} {_fmt(s['port']):>6} {_fmt(s['memory_mib']):>8}  "
                        f"{s['summary'] or ''}")
+    if doc.get("routers"):
+        out.append("")
+        out.append(f"{'ROUTER':24} {'WHERE':28} {'POLICY':14} {'PHASE':10} {'WORKERS':>8}  ERROR")
+        for r in doc["routers"]:
+            where = f"{r['host']}:{r['port']}"
+            hw = "-" if r["healthy_workers"] is None else f"{r['healthy_workers']}/{len(r['workers'])}"
+            out.append(f"{r['name']:24} {where:28} {r['policy']:14} {r['phase']:10} {hw:>8}  {r['error'] or ''}")
     from console.fleet.journal import mask
 
     return mask("\n".join(out))
@@ -78,9 +88,28 @@ def run(args: argparse.Namespace) -> int:
     from console.remote_text import for_json
 
     async def body(ctl: FleetController) -> int:
+        from console.fleet.report import router_doc
+
         await first_look(ctl, args.wait)
+        mgr = None
+        if ctl.fleet.routers:
+            from console.router.manager import RouterManager
+
+            mgr = RouterManager(ctl)
+        try:
+            return await loop(ctl, mgr, router_doc)
+        finally:
+            if mgr is not None:
+                await mgr.aclose()
+
+    async def loop(ctl: FleetController, mgr: RouterManager | None, router_doc: Callable[..., dict]) -> int:
         while True:
             doc = status_doc(ctl.state)
+            if mgr is not None:  # each router's process, /health, /workers and metrics, all at once
+                live = [n for n in mgr.fleet.routers if ctl.state.hosts[mgr.fleet.routers[n].host].conn == "up"]
+                await asyncio.gather(*(mgr.refresh(n) for n in live))
+                doc["routers"] = [router_doc(mgr.views[n], lambda url, n=n: mgr.replica_of(n, url))
+                                  for n in mgr.fleet.routers]
             if args.json:
                 print(json.dumps(for_json(doc), indent=None if args.watch else 2), flush=True)
             else:

@@ -69,6 +69,19 @@ def status_doc(state: FleetState, now: float | None = None) -> dict[str, Any]:
             "servers": [server_doc(s) for s in state.servers.values()]}
 
 
+def router_doc(v: Any, replica_of: Callable[[str], str | None]) -> dict[str, Any]:
+    """One router (a console.router.state.RouterView) for the document's `routers` list: `replica_of` names
+    the server behind a worker URL. `rps` is null until two metrics reads (a single `status` has one)."""
+    running = v.phase == "running"
+    return {"name": v.name, "host": v.host, "port": v.port, "policy": v.policy, "phase": v.phase,
+            "pid": v.pid if v.phase in ("running", "starting") else None, "started_at": v.started_at,
+            "log_path": v.log_path, "error": mask(v.error) if v.error else None,
+            "rps": _r(v.rps) if running else None,
+            "healthy_workers": v.healthy_workers if running else None,
+            "workers": [{"url": w.url, "healthy": w.healthy, "load": w.load, "server": replica_of(w.url)}
+                        for w in v.workers] if running else []}
+
+
 def host_of(name: str, fleet: Fleet) -> str | None:
     """The host of `PRESET@HOST:gpuN`, `external@HOST:PORT`, or of a preset name."""
     if "@" in name:

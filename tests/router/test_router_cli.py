@@ -4,6 +4,7 @@ sim host, with the real sglang-router."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -39,6 +40,7 @@ def test_router_cli_on_a_local_sim_host():
         assert r.returncode == 2 and "no router 'lbb'; did you mean 'lb'?" in r.stderr
         r = run(hosts, "router", "status", "lb", state=st)
         assert r.returncode == 0 and ": stopped" in r.stdout
+        assert json.loads(run(hosts, "status", "--json", state=st).stdout)["routers"][0]["phase"] == "stopped"
         assert run(hosts, "launch", "gen", "--wait", state=st).returncode == 0
         r = run(hosts, "router", "up", "lb", state=st)
         assert r.returncode == 0, r.stderr
@@ -49,6 +51,12 @@ def test_router_cli_on_a_local_sim_host():
         assert r.returncode == 0 and "running" in r.stdout and "workers 2/2 healthy" in r.stdout, r.stdout
         # round_robin: the router counts no load, so each worker shows its replica's own running requests
         assert r.stdout.count("healthy  run ") == 2 and "gen@bw:gpu0" in r.stdout and "gen@bw:gpu1" in r.stdout
+        r = run(hosts, "status", "--json", state=st)  # `status` shows routers too, with their workers' servers
+        (lb,) = json.loads(r.stdout)["routers"]
+        assert lb["name"] == "lb" and lb["phase"] == "running" and lb["healthy_workers"] == 2 and lb["pid"], lb
+        assert sorted(w["server"] for w in lb["workers"]) == ["gen@bw:gpu0", "gen@bw:gpu1"]
+        r = run(hosts, "status", state=st)
+        assert next(ln for ln in r.stdout.splitlines() if ln.startswith("lb ")).split()[3:5] == ["running", "2/2"]
         r = run(hosts, "probe", "router:lb", state=st)
         assert r.returncode == 0 and "ready (HTTP 200" in r.stdout and "answer" in r.stdout, r.stdout + r.stderr
         r = run(hosts, "bench", "router:lb", "--concurrency", "2", "--num-prompts", "10", "--input-len", "16",
