@@ -233,6 +233,13 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+def _partial_stats(times: list[float]) -> StreamStats | None:
+    """TTFT and inter-token gaps of a stream cut short, from the times its deltas arrived (None: none came)."""
+    if not times:
+        return None
+    return StreamStats(times[0], tuple(b - a for a, b in itertools.pairwise(times)), len(times), times[-1])
+
+
 class SGLangClient:
     """One server's HTTP API. `api_key_env` names an environment variable (the preset's api_key_env)."""
 
@@ -449,11 +456,12 @@ class SGLangClient:
                     elif isinstance(ev, Usage):
                         usage = ev
         except TimeoutError:
-            if stats is None and times:
-                stats = StreamStats(times[0], tuple(b - a for a, b in itertools.pairwise(times)), len(times), times[-1])
-            return ProbeResult(h, info, "".join(text), "".join(reasoning), stats, usage,
+            return ProbeResult(h, info, "".join(text), "".join(reasoning), stats or _partial_stats(times), usage,
                                f"the probe did not finish within {deadline_s:g} s "
                                f"({time.perf_counter() - t0:.1f} s spent)")
         except ClientError as e:
-            return ProbeResult(h, info, "".join(text), "".join(reasoning), stats, usage, e.message)
+            # the stream's own deadline can fire before the probe's (both are deadline_s): the tokens that came are
+            # real figures either way
+            return ProbeResult(h, info, "".join(text), "".join(reasoning), stats or _partial_stats(times), usage,
+                               e.message)
         return ProbeResult(h, info, "".join(text), "".join(reasoning), stats, usage)
