@@ -112,8 +112,10 @@ class BadServer:
             return await self._ok(path, w)
         if not path.startswith("/v1/"):
             body = b'{"model_path": "m"}'
-            w.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
-                    % len(body) + body)
+            # it closes after each answer, so it says so: else a client reuses the connection for the chat and
+            # loses it when the close lands (failed CI under load: 'connection lost', no tokens)
+            w.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+                    b"connection: close\r\n\r\n" % len(body) + body)
             return await w.drain()
         w.write(SSE_HEAD)
         end = time.monotonic() + RUN_FOR_S
