@@ -77,6 +77,8 @@ class FakeSSEServer:
         self._step: asyncio.Future[None] | None = None
         self._running = 0
         self.tokens_sent = 0
+        self.steps = 0
+        """Decode steps the batcher released (step_s mode)."""
         self._batcher: asyncio.Task[None] | None = None
 
     @property
@@ -208,4 +210,5 @@ class FakeSSEServer:
             assert self._step is not None
             fut, self._step = self._step, loop.create_future()
             fut.set_result(None)
+            self.steps += 1
             await asyncio.sleep(0)  # the released requests write their token before the next step
