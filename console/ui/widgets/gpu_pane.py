@@ -14,6 +14,9 @@ from textual.color import Color
 from textual.content import Content
 from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
+from textual.style import Style
+from textual.visual import Visual
 from textual.widget import Widget
 
 from console.ui import format as fmt
@@ -217,6 +220,9 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         """(width, rows, theme colours' id) and the lines `draw_pane` made of the view for them."""
         self.behind = False
         """State changed while the pane was off screen; it has not been redrawn since."""
+        self._strips: dict[int, Strip] = {}
+        """Rendered rows of `_drawn`: a telemetry tick re-renders the row it changed, not the whole pane."""
+        self._strips_key: tuple[int, Style] | None = None
 
     def on_focus(self) -> None:
         self._title(True)
@@ -254,12 +260,15 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         lines = draw_pane(view, w, rows, c)
         self._drawn = ((w, rows, id(c)), lines)
         if restyled or key != (w, rows, id(c)) or len(before) != len(lines):
+            self._strips.clear()
             self.refresh()
             return
         # only the rows whose text or styles changed: Textual repaints (and writes to the terminal) every cell
         # of a dirty region, and a telemetry tick changes one or two rows of a pane
         dirty = [Region(0, y, w, 1) for y, (a, b) in enumerate(zip(before, lines, strict=True))
                  if a.plain != b.plain or a.spans != b.spans]
+        for r in dirty:
+            self._strips.pop(r.y, None)
         if dirty:
             self.refresh(*dirty)
 
@@ -279,4 +288,29 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         if key != (w, rows, id(c)):
             lines = draw_pane(self.view, w, rows, c)
             self._drawn = ((w, rows, id(c)), lines)
+            self._strips.clear()
         return Content("\n").join(lines)
+
+    def render_line(self, y: int) -> Strip:
+        """Textual's line API: one row from the per-row cache (Widget.render_line renders every row of
+        `render()` whenever any row is dirty)."""
+        width = self.size.width
+        style = self.visual_style
+        if self.view is None or self.text_selection is not None:
+            return super().render_line(y)
+        w, rows = content_width(self), max(1, self.outer_size.height - self.styles.gutter.height)
+        c = colours(self)
+        key, lines = self._drawn
+        if key != (w, rows, id(c)):
+            lines = draw_pane(self.view, w, rows, c)
+            self._drawn = ((w, rows, id(c)), lines)
+            self._strips.clear()
+        if self._strips_key != (width, style):  # resized, focused, marked: every row again
+            self._strips_key = (width, style)
+            self._strips.clear()
+        strip = self._strips.get(y)
+        if strip is None:
+            one = Visual.to_strips(self, lines[y], width, 1, style) if y < len(lines) else []
+            strip = one[0].apply_offsets(0, y) if one else Strip.blank(width, style.rich_style)  # y: for selection
+            self._strips[y] = strip
+        return strip
