@@ -46,7 +46,22 @@ def artifacts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     root = os.environ.get("DFC_TEST_ARTIFACTS")
     path = Path(root) / "browser" if root else tmp_path_factory.mktemp("browser-artifacts")
     path.mkdir(parents=True, exist_ok=True)
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"browser screenshots: {path}")
+    announce(request.config, f"browser screenshots: {path}")
     return path
+
+
+def announce(config: pytest.Config, line: str) -> None:
+    """One line on the terminal of whoever runs the tests, from inside a test's setup. A plain
+    `terminalreporter.write_line` there went into pytest's fd capture of that test and was never shown. An xdist
+    worker has no terminal of its own: there the line goes to its stderr, which the worker's controller shows."""
+    import contextlib
+    import sys
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
+        if reporter is None or getattr(config, "workerinput", None) is not None:
+            print(line, file=sys.stderr, flush=True)
+        else:
+            reporter.ensure_newline()
+            reporter.write_line(line)
