@@ -129,3 +129,35 @@ async def test_l_on_the_band_starts_the_router_s_stops_it(monkeypatch: pytest.Mo
             await app.router_manager.aclose()
         await rig.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+async def test_a_focused_band_looks_focused_in_every_theme(monkeypatch: pytest.MonkeyPatch):
+    """The band's only focus cue is its background. It was `$boost`, which Textual leaves transparent when a theme
+    sets `panel` (all three built-in themes do): focused and unfocused looked the same, truecolor and 256-colour
+    alike, so on the demo fleet nothing showed that ↑ had reached the band but the footer's keys."""
+    from rich.color import ColorSystem
+
+    from console.ui.app import DflashApp
+
+    root = Path(tempfile.mkdtemp(prefix="dfc-router-focus-", dir="/tmp"))
+    monkeypatch.setenv("DFLASH_STATE_DIR", str(root / "state"))
+    rig = await open_rig(root, replicas=1)
+    try:
+        app = DflashApp(rig.ctl, fleet=rig.ctl.fleet, start_api=False)
+        async with app.run_test(size=(160, 48)) as pilot:
+            band = await wait_until(lambda: next(iter(app.screen.query(RouterBand)), None), patient(10), "the band")
+            for theme in ("dflash-dark", "dflash-light", "dflash-amber"):
+                app.theme = theme
+                app.screen.set_focus(None)
+                await pilot.pause()
+                assert not band.has_focus
+                off = band.rich_style.bgcolor
+                band.focus()
+                await pilot.pause()
+                on = band.rich_style.bgcolor
+                assert band.has_focus and on is not None and off is not None
+                assert on.get_truecolor() != off.get_truecolor(), (theme, on, off)
+                assert on.downgrade(ColorSystem.EIGHT_BIT) != off.downgrade(ColorSystem.EIGHT_BIT), (theme, on, off)
+    finally:
+        await rig.close()
+        shutil.rmtree(root, ignore_errors=True)

@@ -93,7 +93,7 @@ class RouterBand(Static, can_focus=True):
 
     DEFAULT_CSS = """
     RouterBand { height: 2; padding: 0 1; }
-    RouterBand:focus { background: $boost; text-style: none; }
+    RouterBand:focus { background: $accent 20%; text-style: none; }
     """
     BINDINGS = [
         Binding("l", "router_up", "Router up", id="router-up", tooltip="Start the router over the serving replicas."),
