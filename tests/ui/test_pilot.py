@@ -19,6 +19,7 @@ from console.ui.widgets.gpu_pane import GpuPane
 from console.ui.widgets.log_view import LogView
 from tests.patience import patient
 from tests.ui.fakes import NOW, FakeApi, FakeBackend, scenario
+from tests.ui.waits import server_log, until
 
 SERVING = "qwen3-8b@ct129:gpu0-1"
 CRASHED = "glm-air@blackwell:gpu1"
@@ -65,8 +66,8 @@ async def test_launch_preview_confirm_then_ready(make_app) -> None:  # type: ign
         await pilot.pause()
         assert app.state.servers[name].phase == "ready"
         assert any("is ready" in n for n in notices)
-        await pilot.pause(SYNC_MIN_S + 0.1)  # the fleet repaints at most every SYNC_MIN_S
         pane = next(p for p in app.screen.query(GpuPane) if p.host == "blackwell" and p.gpu == 3)
+        await until(pilot, lambda: pane.has_class("-ready"), "the pane green", SYNC_MIN_S + 2)  # repaints coalesced
         assert pane.has_class("-ready")
 
 
@@ -96,7 +97,8 @@ async def test_crash_shows_cause_then_relaunch(make_app) -> None:  # type: ignor
         assert isinstance(pane, GpuPane) and pane.has_class("-crashed")
         assert "libavutil.so.58" in str(pane.render())
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: isinstance(app.screen, ServerScreen) and app.screen.query_one(LogView).lines
+                    and not app.screen.query_one(LogView).follow, "the server screen at the traceback")
         assert isinstance(app.screen, ServerScreen)
         assert "install FFmpeg 6" in str(app.screen.query_one("#diag").render())
         view = app.screen.query_one(LogView)
@@ -273,9 +275,9 @@ async def test_log_search_filter_follow_save(make_app, tmp_path) -> None:  # typ
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         app.open_server(SERVING)
-        await pilot.pause(0.2)
+        view = await server_log(pilot)
         screen = app.screen
-        view = screen.query_one(LogView)
+        await until(pilot, lambda: view.follow and view.scroll_y == view.max_scroll_y > 0, "the log at its tail")
         assert view.follow and view.scroll_y == view.max_scroll_y
         await pilot.press("slash", *"decode", "enter")
         await pilot.pause()
@@ -309,12 +311,12 @@ async def test_log_firehose_batches(make_app) -> None:  # type: ignore[no-untype
     app = make_app(api)
     async with app.run_test(size=(120, 40)) as pilot:
         app.open_server(SERVING)
-        await pilot.pause(0.2)
+        view = await server_log(pilot)
         log: ScriptedLog = api.state.servers[SERVING].log  # type: ignore[assignment]
         before = len(app.workers)
         log.add(*(f"[2026-12-01 14:10:00 TP0] Decode batch. line {i}" for i in range(20_000)))
-        await pilot.pause(0.3)
-        view = app.screen.query_one(LogView)
+        await until(pilot, lambda: len(view.rows) == len(log.lines) and view.scroll_y == view.max_scroll_y > 19_000,
+                    lambda: f"{len(view.rows)} of {len(log.lines)} rows, at {view.scroll_y} of {view.max_scroll_y}")
         assert len(view.rows) == len(log.lines) and view.follow
         assert view.scroll_y == view.max_scroll_y
         assert len(app.workers) <= before + 1
@@ -346,10 +348,9 @@ async def test_log_bytes_reach_view(make_app) -> None:  # type: ignore[no-untype
     app = make_app(api)
     async with app.run_test(size=(100, 30)) as pilot:
         app.open_server(SERVING)
-        await pilot.pause(0.2)
+        view = await server_log(pilot)
         api.emit(LogData(SERVING, NOW, s.meta.log_path or "", 0, b"hello [/foo] [bold\nsecond \x1b[31mred\x1b[0m\n"))
-        await pilot.pause(0.3)
-        view = app.screen.query_one(LogView)
+        await until(pilot, lambda: len(view.lines) >= 2, "two lines in the view")
         assert view.lines[-2:] and "hello [/foo] [bold" in view.lines[-2]
 
 
@@ -363,8 +364,9 @@ async def test_activity_panel_and_external_notices(make_app) -> None:  # type: i
         app.notify = lambda message, **kw: toasts.append(message)  # type: ignore[method-assign]
         api.emit(ServerGone("external@blackwell:30010", NOW, exit_status=1))
         api.emit(Notice(NOW, "info", "host ct129 is back [/x]", host="ct129"))
-        await pilot.pause(0.6)
         panel = app.screen.query_one(ActivityLog)
+        await until(pilot, lambda: panel.display and "external@blackwell:30010 crashed" in str(panel.render())
+                    and "host ct129 is back" in str(panel.render()), "both notices in the activity panel", SYNC_MIN_S + 2)
         assert panel.display
         text = str(panel.render())
         assert "external@blackwell:30010 crashed" in text and "host ct129 is back [/x]" in text
@@ -375,7 +377,7 @@ async def test_search_escape_closes_box_not_screen(make_app) -> None:  # type: i
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         app.open_server(SERVING)
-        await pilot.pause(0.2)
+        await server_log(pilot)
         await pilot.press("slash", *"uvicorn")
         await pilot.pause()
         view = app.screen.query_one(LogView)
@@ -404,14 +406,29 @@ async def test_off_screen_pane_waits_then_catches_up_when_scrolled_into_view(mak
     app = make_app(api)
     app._tick = lambda: None  # no 1 s full sync: only the scroll may bring the pane up to date
     async with app.run_test(size=(100, 24)) as pilot:
-        await pilot.pause(SYNC_MIN_S + 0.1)
-        panes = {(p.host, p.gpu): p for p in app.screen.query(GpuPane)}
-        last = panes[("blackwell", 7)]
-        assert last not in visible_widgets(last)
+        def the_last() -> GpuPane | None:
+            return next((p for p in app.screen.query(GpuPane) if (p.host, p.gpu) == ("blackwell", 7)), None)
+
+        # the start-up is over: the fleet laid out, the panes on screen drawn, the last one sized and left behind
+        await until(pilot, lambda: app.screen.layout_now is not None and (p := the_last()) is not None
+                    and p.size.height > 0 and p.behind and app.screen.focused is not None
+                    and app.screen.focused.render().plain, "the fleet laid out, the last pane off screen",
+                    SYNC_MIN_S + 2)
+        last = the_last()
+        assert last is not None and last not in visible_widgets(last)
         drawn = last.view
+        synced: list[bool] = []
+        orig = last.sync
+
+        def spy(visible=None):  # type: ignore[no-untyped-def]
+            out = orig(visible)
+            synced.append(last.behind)
+            return out
+
+        last.sync = spy  # type: ignore[method-assign]
         b = tuple(gpu(i, PRO6000, 556, 97_887, 77 if i == 7 else 0, 30, 21.0, 600) for i in range(8))
         api.emit(GpuSample("blackwell", NOW, b))
-        await pilot.pause(SYNC_MIN_S + 0.1)
+        await until(pilot, lambda: synced, "a sync of the last pane after the sample", SYNC_MIN_S + 2)
         assert last.behind and last.view == drawn  # nothing built for a pane nobody sees
         last.focus()
         last.scroll_visible(animate=False)
@@ -430,7 +447,11 @@ async def test_telemetry_for_one_host_repaints_only_that_hosts_band(make_app) ->
     api = FakeApi(scenario(crashed=False))
     app = make_app(api)
     async with app.run_test(size=(160, 50)) as pilot:
-        await pilot.pause(SYNC_MIN_S + 0.1)
+        # the start-up syncs are over: the fleet has its layout and no host is left dirty (else the sync below
+        # would rightly sync them all)
+        await until(pilot, lambda: app.screen.layout_now is not None and app._dirty_hosts == set()
+                    and len(app.screen.query(GpuPane)) == 6 and all(p.render().plain for p in app.screen.query(GpuPane)),
+                    "the fleet laid out and synced", SYNC_MIN_S + 2)
         panes = {(p.host, p.gpu): p for p in app.screen.query(GpuPane)}
         synced: list[tuple[str, int]] = []
         for key, p in panes.items():
