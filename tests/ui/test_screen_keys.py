@@ -15,6 +15,7 @@ from console.ui.widgets.gpu_pane import GpuPane
 from console.ui.widgets.log_view import LogView
 from tests.patience import patient
 from tests.ui.fakes import NOW, FakeApi, scenario
+from tests.ui.waits import server_log, until
 
 SERVING = "qwen3-8b@ct129:gpu0-1"
 
@@ -29,6 +30,14 @@ async def select(pilot, host: str, gpu_index: int) -> None:  # type: ignore[no-u
 
 def shown(app) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
     return [(p.host, p.gpu) for p in app.screen.query(GpuPane) if p.display]
+
+
+def top(app) -> str:  # type: ignore[no-untyped-def]
+    return str(app.screen.query_one("#topbar").render())
+
+
+def logbar(app) -> str:  # type: ignore[no-untyped-def]
+    return str(app.screen.query_one("#logbar").render())
 
 
 async def test_enter_on_a_stop_confirmation_cancels(make_app) -> None:  # type: ignore[no-untyped-def]
@@ -55,13 +64,14 @@ async def test_fleet_filter_shows_matching_gpus_says_so_and_esc_clears(make_app)
         await select(pilot, "ct129", 0)
         assert len(shown(app)) == 6
         await pilot.press("slash", *"crashed", "enter")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: shown(app) == [("blackwell", 1)] and "filter “crashed”" in top(app)
+                    and isinstance(app.screen.focused, GpuPane), lambda: f"the filter applied: {shown(app)}")
         assert shown(app) == [("blackwell", 1)]
         bar = str(app.screen.query_one("#topbar").render())
         assert "filter “crashed”: 1 of 6 GPUs" in bar
         assert isinstance(app.screen.focused, GpuPane) and app.screen.focused.gpu == 1  # keys work on what is shown
         await pilot.press("escape")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: len(shown(app)) == 6 and "filter" not in top(app), "the filter cleared")
         assert len(shown(app)) == 6 and "filter" not in str(app.screen.query_one("#topbar").render())
         assert isinstance(app.screen, FleetScreen)
 
@@ -72,20 +82,22 @@ async def test_log_bar_says_follow_filter_wrap_and_wrap_continues_long_lines(mak
     app = make_app(FakeApi(st))
     async with app.run_test(size=(100, 30)) as pilot:
         app.open_server(SERVING)
-        await pilot.pause(0.3)
-        view = app.screen.query_one(LogView)
+        view = await server_log(pilot)
         bar = app.screen.query_one("#logbar")
+        await until(pilot, lambda: "following" in str(bar.render()), lambda: f"the log bar: {bar.render()}")
         assert "following · all lines (f) · cut (z: wrap)" in str(bar.render())
         cut_rows = view.virtual_size.height
+        assert cut_rows == len(view.lines)
         await pilot.press("z", "f")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "warnings/errors only" in str(bar.render()), lambda: f"the log bar: {bar.render()}")
         assert "warnings/errors only (f) · wrap (z)" in str(bar.render())
         await pilot.press("f")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: not view.filtered and view.virtual_size.height >= cut_rows + 3,
+                    lambda: f"the long line wrapped: {view.virtual_size.height} rows, {cut_rows} cut")
         assert view.virtual_size.height >= cut_rows + 3  # 300 characters in ~90 columns: four rows
         assert view.virtual_size.width <= view.size.width  # nothing to scroll sideways
         await pilot.press("home")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "paused" in str(bar.render()), lambda: f"the log bar: {bar.render()}")
         assert "paused (G: follow)" in str(bar.render())
 
 
@@ -100,19 +112,18 @@ async def test_previous_log_is_viewable_and_esc_returns_to_the_live_one(make_app
     app = make_app(OldLogApi(st))
     async with app.run_test(size=(120, 36)) as pilot:
         app.open_server(SERVING)
-        await pilot.pause(0.3)
-        view = app.screen.query_one(LogView)
+        view = await server_log(pilot)
         await pilot.press("o")
         await app.workers.wait_for_complete()
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "previous log" in logbar(app), lambda: f"the previous log; bar: {logbar(app)}")
         assert view.lines[0] == "old run of /runs/old.log"  # the most recent previous launch first
         assert "previous log 1 of 2: /runs/old.log" in str(app.screen.query_one("#logbar").render())
         await pilot.press("o")
         await app.workers.wait_for_complete()
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "previous log 2 of 2" in logbar(app), lambda: f"the older log; bar: {logbar(app)}")
         assert view.lines[0] == "old run of /runs/older.log"
         await pilot.press("escape")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "previous log" not in logbar(app), lambda: f"the live log; bar: {logbar(app)}")
         assert isinstance(app.screen, ServerScreen) and "Decode batch" in list(view.lines)[-1]
 
 
@@ -121,7 +132,7 @@ async def test_an_idle_server_screen_does_not_redraw(make_app, monkeypatch) -> N
     app = make_app()
     async with app.run_test(size=(140, 40)) as pilot:
         app.open_server(SERVING)
-        await pilot.pause(1.2)
+        await server_log(pilot)
         screen = app.screen
         assert isinstance(screen, ServerScreen)
         refreshed: list[str] = []
@@ -146,7 +157,7 @@ async def test_an_idle_server_screen_does_not_redraw(make_app, monkeypatch) -> N
         assert refreshed == [], refreshed
         app.state.servers[SERVING].log.add("[2026-12-01 14:04:00 TP0] one new line")  # the counter does count
         app.api.emit(HealthResult(SERVING, NOW, "ok"))
-        await pilot.pause(0.7)
+        await until(pilot, lambda: "LogView#log" in refreshed, lambda: f"the new line drawn: {refreshed}")
         assert "LogView#log" in refreshed
 
 
@@ -157,10 +168,12 @@ async def test_the_last_probe_stays_on_screen(make_app) -> None:  # type: ignore
         assert "probe:" not in str(app.screen.query_one("#topbar").render())
         await pilot.press("p")
         await app.workers.wait_for_complete()
-        await pilot.pause(0.7)  # the next sync, not the toast, puts it in the top bar
+        # the next sync, not the toast, puts it in the top bar
+        await until(pilot, lambda: "probe:" in top(app), lambda: f"the probe in the top bar: {top(app)}", 3)
         assert f"probe: {SERVING} ✓ health 200 · model Qwen3-8B" in str(app.screen.query_one("#topbar").render())
         app.open_server(SERVING)
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, ServerScreen) and "probe:" in logbar(app),
+                    "the probe in the log bar")
         assert f"probe: {SERVING} ✓ health 200" in str(app.screen.query_one("#logbar").render())
 
 
@@ -171,22 +184,24 @@ async def test_a_reopened_server_screen_is_resumed_as_it_was_left(make_app) -> N
     async with app.run_test(size=(140, 40)) as pilot:
         await select(pilot, "ct129", 0)
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await server_log(pilot)
         first = app.screen
         await pilot.press("f", "escape")  # warnings/errors only, then back to the fleet
-        await pilot.pause(0.2)
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen), "back on the fleet")
         assert isinstance(app.screen, FleetScreen)
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.screen is first, "the server screen again")
         assert app.screen is first and first.query_one(LogView).filtered  # the same screen, as it was left
         assert "warnings/errors only" in str(first.query_one("#logbar").render())
         await pilot.press("escape")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen), "back on the fleet")
         for n in range(SERVER_SCREENS_KEPT + 1):  # more servers than are kept: the oldest is let go
             app.state.servers[f"s{n}"] = app.state.servers[SERVING]
             app.open_server(f"s{n}")
-            await pilot.pause(0.1)
+            await until(pilot, lambda n=n: getattr(app.screen, "server_name", None) == f"s{n}", f"s{n}'s screen")
+            await server_log(pilot)  # mounted and drawn before it is closed
             app.pop_screen()
-            await pilot.pause(0.1)
+            await until(pilot, lambda: isinstance(app.screen, FleetScreen), "back on the fleet")
+        await until(pilot, lambda: not first.is_attached, "the oldest server screen let go")
         assert not app.is_screen_installed(f"server:{SERVING}") and not first.is_attached
         assert app.is_screen_installed(f"server:s{SERVER_SCREENS_KEPT}")
