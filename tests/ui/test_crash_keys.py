@@ -6,6 +6,7 @@ from textual.widgets import Static
 
 from console.fleet.events import ServerGone
 from tests.ui.fakes import NOW, FakeApi, scenario
+from tests.ui.waits import until
 
 SERVING = "qwen3-8b@ct129:gpu0-1"
 CRASHED = "glm-air@blackwell:gpu1"
@@ -28,7 +29,7 @@ async def test_a_vanished_process_is_not_offered_a_traceback(make_app) -> None: 
         await pilot.pause()
         assert "enter: log at traceback" in _pane(app, "blackwell", 1)  # glm-air's log ends in a traceback
         api.emit(ServerGone(SERVING, NOW - 120))
-        await pilot.pause(0.6)
+        await until(pilot, lambda: "crashed" in _pane(app, "ct129", 0), "the pane ended")
         text = _pane(app, "ct129", 0)
         assert "crashed 2 min ago" in text and "enter: its log · r: relaunch" in text, text
         assert "traceback" not in text, text

@@ -10,8 +10,8 @@ from console.gpu.readings import GpuReading
 from console.ui.format import clean
 from console.ui.screens.server import ServerScreen
 from console.ui.widgets.gpu_pane import GpuPane
-from console.ui.widgets.log_view import LogView
 from tests.ui.fakes import NOW, FakeApi, FakeBackend, ScriptedLog, demo_fleet
+from tests.ui.waits import server_log, until
 
 HOSTILE = ["[/foo]", "[bold", "[0]", "[/", "[red]red?[/red]", "\x1b[31mred\x1b[0m", "nul\x00byte", "$(rm -rf ~)",
            "tab\there", "\r\rcr", "[link=http://x]x[/link]", "x" * 1_000_000]
@@ -38,7 +38,7 @@ async def test_fleet_and_server_screens_survive_hostile_text() -> None:
     api = FakeApi(st, fleet=demo_fleet())
     app = DflashApp(api, clock=lambda: NOW, backend=FakeBackend(answer=" ".join(HOSTILE[:-1])))
     async with app.run_test(size=(100, 40)) as pilot:
-        await pilot.pause(0.2)
+        await until(pilot, lambda: len(app.screen.query(GpuPane)) == len(HOSTILE) - 1, "a pane per hostile host")
         panes = list(app.screen.query(GpuPane))
         assert len(panes) == len(HOSTILE) - 1
         for p in panes:
@@ -46,9 +46,8 @@ async def test_fleet_and_server_screens_survive_hostile_text() -> None:
             assert "[/foo]" in rendered.plain or "[bold" in rendered.plain or p.host in st.hosts
         name = next(iter(st.servers))
         app.open_server(name)
-        await pilot.pause(0.3)
+        view = await server_log(pilot)
         assert isinstance(app.screen, ServerScreen)
-        view = app.screen.query_one(LogView)
         for y in range(view.size.height):
             strip = view.render_line(y)
             text = "".join(seg.text for seg in strip)
@@ -78,8 +77,7 @@ async def test_megabyte_line_renders_cropped() -> None:
     app = DflashApp(api, clock=lambda: NOW, backend=FakeBackend())
     async with app.run_test(size=(80, 24)) as pilot:
         app.open_server(name)
-        await pilot.pause(0.3)
-        view = app.screen.query_one(LogView)
+        view = await server_log(pilot)
         assert view.virtual_size.width < 5000
         strip = view.render_line(view.rows.index(0) - int(view.scroll_y)) if view.scroll_y == 0 else view.render_line(0)
         assert strip.cell_length == view.size.width

@@ -7,6 +7,7 @@ from textual.widgets import Static
 from console.fleet.events import ServerGone
 from console.ui.widgets.host_band import HostHeader
 from tests.ui.fakes import NOW, FakeApi, scenario
+from tests.ui.waits import until
 
 SERVING = "qwen3-8b@ct129:gpu0-1"
 CRASHED = "glm-air@blackwell:gpu1"
@@ -29,7 +30,8 @@ async def test_header_counts_say_what_they_count(make_app) -> None:  # type: ign
         assert "1 serving · 1 starting · 1 crashed" in heads["blackwell"], heads
         assert "1 serving" in heads["ct129"] and "crashed" not in heads["ct129"], heads
         api.emit(ServerGone(SERVING, NOW, exit_status=0))  # the only ct129 server ends: still shown, so counted
-        await pilot.pause(0.6)
+        await until(pilot, lambda: "2 crashed" in text_of(app.screen.query_one("#topbar", Static)) and any(
+            "crashed" in text_of(h) for h in app.screen.query(HostHeader) if h.host == "ct129"), "the end counted")
         heads = {h.host: text_of(h) for h in app.screen.query(HostHeader)}
         assert "· 1 crashed" in heads["ct129"] and " server" not in heads["ct129"], heads
         top = text_of(app.screen.query_one("#topbar", Static))
@@ -55,7 +57,7 @@ async def test_after_the_end_only_the_end_is_shown(make_app) -> None:  # type: i
         live = pane_text(app, "ct129", 0)
         assert "run 3 · queue 0 · KV 42%" in live, live
         api.emit(ServerGone(SERVING, NOW - 120))
-        await pilot.pause(0.6)
+        await until(pilot, lambda: "crashed" in pane_text(app, "ct129", 0), "the pane ended")
         ended = pane_text(app, "ct129", 0)
         assert "crashed 2 min ago" in ended and "run 3 · queue 0" not in ended and "tok/s" not in ended, ended
         app.open_server(SERVING)
@@ -75,7 +77,7 @@ async def test_stopped_pane_shows_last_figures_as_last(make_app) -> None:  # typ
     async with app.run_test(size=(160, 44)) as pilot:
         await pilot.pause()
         api.emit(ServerAction(SERVING, NOW - 5, "stop", True, "SIGTERM"), ServerGone(SERVING, NOW - 4))
-        await pilot.pause(0.6)
+        await until(pilot, lambda: "stopped" in pane_text(app, "ct129", 0), "the pane stopped")
         text = pane_text(app, "ct129", 0)
         assert "■ stopped 4 s ago" in text, text
         assert "last: 267 tok/s · run 3 · queue 0 · KV 42%" in text, text
