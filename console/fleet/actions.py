@@ -293,6 +293,9 @@ async def restart(ctl: HostOps, name: str) -> ActionOutcome:
         out = await stop(ctl, name)
         if not out.ok:
             return ActionOutcome(False, f"restart: {out.message}", [name])
-    # a replica of the preset's own GPU set keeps its port; a `--gpus` launch re-plans on its GPUs
-    own = any(p.replica.name == name for p in plan_launch(ctl.fleet, s.meta.preset, "x"))
+    # a replica of the preset's own plan (its GPUs and its port) relaunches as planned; one a `--gpus` or marked-GPU
+    # launch re-planned (same name, another port: the plan's port may belong to a sibling replica now) re-plans on
+    # its GPUs, where the pre-check picks a free port from the preset's first one up
+    own = any(p.replica.name == name and p.replica.port == s.meta.port
+              for p in plan_launch(ctl.fleet, s.meta.preset, "x"))
     return await launch(ctl, s.meta.preset, None if own else list(s.meta.gpus), only=name)

@@ -94,3 +94,29 @@ async def test_crash_cause_restart_keeps_old_log(sim_ssh, controller_factory):
     assert ok.ok, ok.message
     await wait_for(lambda: ctl.state.servers[name].log.line_count > 0, 5)  # the new log is followed
     assert (await ctl.stop_server(name)).ok
+
+
+async def test_restart_of_a_replanned_replica_keeps_its_port(sim_ssh, controller_factory):
+    """A replica launched on GPU 1 alone is re-planned onto the preset's first free port (30000, not its plan's
+    30001). Restarting it after a crash relaunched it on the plan's 30001, the port of its sibling replica (the
+    demo's 'r' was refused: port in use by the gpu2 replica; here the port is free and it moved silently)."""
+    from console.sim.control import inject
+
+    h = sim_ssh("replan")
+    fleet = make_fleet(h.section() + preset_toml("pair", h, [0, 1], 30000, tp=1))
+    ctl = controller_factory(fleet)
+    await ctl.start()
+    assert await ctl.wait_hosts(10)
+    await wait_for(lambda: ctl.state.hosts["replan"].gpus)
+    out = await ctl.launch("pair", [1], wait=True)
+    assert out.ok, out.message
+    name = out.servers[0]
+    assert name.endswith(":gpu1") and ctl.state.servers[name].meta.port == 30000
+    inject(h.dir, 30000, "crash", kind="oom")
+    await wait_for(lambda: not ctl.state.servers[name].alive, 10)
+    out = await ctl.restart(name)
+    assert out.ok, out.message
+    s = ctl.state.servers[name]
+    assert s.alive and s.meta.port == 30000 and list(s.meta.gpus) == [1]
+    assert (await ctl.wait_ready(name, 30)).ok
+    assert (await ctl.stop_server(name)).ok
