@@ -115,4 +115,4 @@ async def test_decode_batch_peer_streams_one_token_per_step() -> None:
     # and steps are paced from the batcher's start (a late step is caught up, never skipped): the level took at
     # least 12 steps' time. The client-side gaps are figures (a starved client reads several tokens at once).
     assert srv.steps >= 12 and lv.duration_s >= 12 * 0.005
-    assert lv.itl_p50_s is not None and lv.itl_p50_s > 0
+    assert lv.itl_p50_s is not None  # measured (a starved client can read a step's tokens at one instant: 0.0)

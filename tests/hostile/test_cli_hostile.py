@@ -143,7 +143,7 @@ def test_c1_and_8bit_host_text_on_the_cli_over_sshd(ssh_host_factory, sim_root: 
                        "; ".join(probs))
         if probs:
             failed[where] = probs
-    assert not failed, failed
+    assert not failed, (failed, f"launch --wait exited {proc.returncode}: {launch_out[-800:]!r}")
 
 
 @pytest.mark.parametrize("c", C1, ids=[f"U+{ord(c):04X}" for c in C1])
