@@ -65,11 +65,19 @@ def print_view(mgr: RouterManager, name: str) -> None:
     if v.phase != "running":
         return
     rps = "-" if v.rps is None else f"{v.rps:.1f}"
-    print(f"  workers {v.healthy_workers}/{len(v.workers)} healthy · {rps} req/s")
+    ended = [w for w in v.workers if w.healthy and mgr.ended_replica_of(name, w.url)]
+    print(f"  workers {v.healthy_workers - len(ended)}/{len(v.workers)} healthy · {rps} req/s")
     for w in v.workers:
-        who = mgr.replica_of(name, w.url) or "(not a known replica)"
+        who = mgr.replica_of(name, w.url)
+        gone = None if who else mgr.ended_replica_of(name, w.url)
         wr = v.worker_rps.get(w.url)
-        print(mask(f"  {clean(w.url, 80)}  {clean(who, 60)}  {'healthy' if w.healthy else 'UNHEALTHY'}"
+        if gone:  # the router lists (and may call healthy) a replica that has ended: say what is true
+            state = mgr.ctl.state.servers[gone].phase.value
+            print(mask(f"  {clean(w.url, 80)}  {clean(gone, 60)}  {state.upper()} (still listed by the router; "
+                       f"`router sync {name}` removes it)"))
+            continue
+        print(mask(f"  {clean(w.url, 80)}  {clean(who or '(not a known replica)', 60)}  "
+                   f"{'healthy' if w.healthy else 'UNHEALTHY'}"
                    f"  {mgr.worker_load(name, w)}  {'-' if wr is None else f'{wr:.1f}'} req/s"))
     listed = {w.url for w in v.workers}
     for s in mgr.ctl.state.servers.values():
@@ -152,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
 
                 v = await mgr.refresh(name)
                 if not v.log_path:
-                    return fail(f"router {name} has no log on {v.host} (never started, or stopped)", EXIT_FAILED)
+                    return fail(f"router {name} has no log on {v.host} (never started here)", EXIT_FAILED)
                 from console.router.command import log_tail_script
 
                 r = await ctl.links[v.host].run(log_tail_script(v.log_path, 256 * 1024), timeout=20)

@@ -99,9 +99,10 @@ def start_script(plan: RouterPlan, started_at: float, env: dict[str, str] | None
 
 def status_script(dir_: str) -> str:
     """Prints `pid PID`, then `proc STAT ARGS` for each live (non-zombie) process of its session, then meta.json;
-    `none` when the router was never started or was stopped."""
+    `none` when the router was never started or was stopped (then meta.json of its last run, if any: its log)."""
     d = shell_path(dir_)
-    return (f"[ -f {d}/pid ] || {{ echo none; exit 0; }}; pid=$(cat {d}/pid); echo \"pid $pid\"; "
+    return (f"[ -f {d}/pid ] || {{ echo none; echo meta; cat {d}/meta.json 2>/dev/null; exit 0; }}; "
+            f"pid=$(cat {d}/pid); echo \"pid $pid\"; "
             f"ps -o stat= -o args= -s \"$pid\" 2>/dev/null | sed 's/^/proc /'; echo meta; cat {d}/meta.json 2>/dev/null")
 
 
@@ -133,8 +134,9 @@ class ProcessReport:
 def parse_status(out: str) -> ProcessReport:
     """Parse status_script's output (pure); a process counts only if it is the router (not a reused pid)."""
     lines = out.splitlines()
-    if not lines or lines[0].strip() == "none":
+    if not lines:
         return ProcessReport(False)
+    started = lines[0].strip() != "none"
     pid = None
     alive = False
     meta = None
@@ -157,7 +159,7 @@ def parse_status(out: str) -> ProcessReport:
             except ValueError:
                 meta = None
             break
-    return ProcessReport(True, pid, alive, meta)
+    return ProcessReport(started, pid if started else None, alive and started, meta)
 
 
 def print_router_plans(fleet: Fleet, stamp: str) -> None:

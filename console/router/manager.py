@@ -149,6 +149,18 @@ class RouterManager:
                 return s.name
         return None
 
+    def ended_replica_of(self, name: str, url: str) -> str | None:
+        """The ended (crashed or stopped) replica of the router's presets behind a worker URL that no live server
+        holds: the router may still list it, and call it healthy, until a sync removes it."""
+        spec = self.fleet.routers[name]
+        if self.replica_of(name, url) is not None:
+            return None
+        for s in self.ctl.state.servers.values():
+            if (s.meta.host == spec.host and s.meta.port is not None and not s.alive and s.meta.preset in spec.presets
+                    and rc.worker_url(s.meta.bind, s.meta.port) == url):
+                return s.name
+        return None
+
     # -- looking --------------------------------------------------------------------------------------
     async def refresh(self, name: str, *, process: bool = True) -> RouterView:
         """Re-read one router: its process (pid file + ps), then /health, /workers and the metrics."""
@@ -165,9 +177,10 @@ class RouterManager:
             rep = rc.parse_status(r.stdout)
             self._proc_at[name] = now
             meta = rep.meta or {}
-            if not rep.started:
+            if not rep.started:  # its last run's log stays readable (`router logs` after `router down`)
                 return self._set(replace(v, phase="stopped", pid=None, workers=(), rps=None, worker_rps={},
-                                         error=None, checked_at=now, counters=None, counters_at=None))
+                                         error=None, checked_at=now, counters=None, counters_at=None,
+                                         log_path=meta.get("log_path") or v.log_path))
             v = replace(v, pid=rep.pid, started_at=meta.get("started_at"), log_path=meta.get("log_path"))
             if not rep.alive:
                 return self._set(replace(v, phase="crashed", workers=(), rps=None, worker_rps={},

@@ -79,6 +79,8 @@ def test_router_cli_on_a_local_sim_host():
         assert r.returncode == 0 and "router lb stopped" in r.stdout
         r = run(hosts, "router", "down", "lb", state=st)
         assert r.returncode == 0 and "already stopped" in r.stdout
+        r = run(hosts, "router", "logs", "lb", "-n", "3", state=st)  # the stopped router's last log stays readable
+        assert r.returncode == 0 and "/logs/router-lb_" in r.stdout and "(stopped)" in r.stdout, r.stdout + r.stderr
     finally:
         sim_down(root)
         shutil.rmtree(root, ignore_errors=True)

@@ -105,6 +105,9 @@ def test_scripts_quote_paths():
 
 def test_parse_status():
     assert not parse_status("none\n").started
+    stopped = parse_status('none\nmeta\n{"started_at": 5, "log_path": "/l"}\n')  # a stopped router keeps its log
+    assert not stopped.started and not stopped.alive and stopped.pid is None and stopped.meta == {
+        "started_at": 5, "log_path": "/l"}
     r = parse_status('pid 42\nproc Ssl sglang::router\nproc S sh -c x\nmeta\n{"started_at": 5, "log_path": "/l"}\n')
     assert r.started and r.pid == 42 and r.alive and r.meta == {"started_at": 5, "log_path": "/l"}
     assert not parse_status("pid 42\nproc Z [sglang::router] <defunct>\nmeta\n").alive  # a zombie is no router
@@ -191,5 +194,31 @@ async def test_read_only_refuses_router_actions_before_touching_a_host():
             assert not out.ok and out.message.startswith("read-only:")
         mgr.views["lb"] = RouterView("lb", "bw", 31080, "round_robin", phase="running")
         assert not await mgr.sync("lb")
+    finally:
+        await mgr.aclose()
+
+
+async def test_an_ended_replica_the_router_still_lists_is_named_and_not_healthy():
+    """Right after a crash the router still lists the dead worker (and calls it healthy) until a sync removes it:
+    `router status` said `(not a known replica)  healthy`; the band counted it healthy."""
+    from console.fleet.controller import FleetController
+    from console.fleet.events import ServerMeta
+    from console.fleet.state import ServerState
+    from console.router.command import worker_url
+    from console.router.manager import RouterManager
+
+    f = fleet('[routers.lb]\nhost = "bw"\npresets = ["gen"]\nport = 31080\n')
+    ctl = FleetController(f)
+    mgr = RouterManager(ctl)
+    try:
+        live = ServerState(ServerMeta("gen@bw:gpu0", "bw", (0,), 31000, "gen", bind="0.0.0.0"))
+        dead = ServerState(ServerMeta("gen@bw:gpu1", "bw", (1,), 31001, "gen", bind="0.0.0.0"), alive=False)
+        other = ServerState(ServerMeta("x@bw:gpu2", "bw", (2,), 31002, "other-preset", bind="0.0.0.0"), alive=False)
+        for s in (live, dead, other):
+            ctl.state.servers[s.meta.name] = s
+        urls = [worker_url("0.0.0.0", p) for p in (31000, 31001, 31002)]
+        assert mgr.replica_of("lb", urls[0]) == "gen@bw:gpu0" and mgr.ended_replica_of("lb", urls[0]) is None
+        assert mgr.replica_of("lb", urls[1]) is None and mgr.ended_replica_of("lb", urls[1]) == "gen@bw:gpu1"
+        assert mgr.ended_replica_of("lb", urls[2]) is None  # not one of the router's presets
     finally:
         await mgr.aclose()

@@ -135,8 +135,10 @@ class RouterBand(Static, can_focus=True):
             self.app.notify(f"router {self.router} exited: {fmt.clean(v.error or '', 200)}", severity="error",
                             markup=False, timeout=10)
         self._phase = v.phase
-        workers = sorted(((w.url, mgr.replica_of(self.router, w.url), w.healthy, mgr.worker_load(self.router, w),
-                           v.worker_rps.get(w.url))
+        # a listed worker whose replica has ended is not healthy, whatever the router says before the next sync
+        ended = {w.url: mgr.ended_replica_of(self.router, w.url) for w in v.workers}
+        workers = sorted(((w.url, mgr.replica_of(self.router, w.url) or ended[w.url], w.healthy and not ended[w.url],
+                           mgr.worker_load(self.router, w), v.worker_rps.get(w.url))
                           for w in v.workers), key=lambda w: (w[1] is None, w[1] or w[0]))
         listed = {w.url for w in v.workers}
         if v.phase != "running":  # what `l` would start it over
