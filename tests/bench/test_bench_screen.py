@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from console.fleet.state import FleetState, GpuState, ServerState
 from console.gpu.readings import GpuReading
 from console.sglang.bench import load_records
 from console.ui.bench_screen import BenchForm, BenchScreen, install, parse_form
+from tests.patience import patient
+from tests.ui.waits import until
 
 TOML = """
 [hosts.h]
@@ -70,11 +73,34 @@ async def _sweep(app: Host, pilot, name: str = "p@h:gpu0") -> BenchScreen:
         await pilot.pause()
     screen = app.screen
     assert isinstance(screen, BenchScreen)
-    for _ in range(200):
-        await pilot.pause(0.02)
-        if not screen.running:
-            break
+    await ended(pilot, screen)
     return screen
+
+
+async def ended(pilot, screen: BenchScreen, timeout: float = 10) -> None:  # type: ignore[no-untyped-def]
+    """Waits for the sweep to have run to its end (results or an error on the screen)."""
+    await until(pilot, lambda: screen.is_mounted and not screen.running and (screen.levels or screen.error),
+                lambda: f"the sweep's end; status {screen.query_one('#bench-status', Static).render()}", timeout)
+
+
+def thread_end(screen: BenchScreen) -> threading.Event:
+    """Set when the screen's sweep thread (the load generator's own loop) has returned."""
+    done = threading.Event()
+    run = screen._run_in_thread
+
+    def watched(*a, **kw):  # type: ignore[no-untyped-def]
+        try:
+            return run(*a, **kw)
+        finally:
+            done.set()
+
+    screen._run_in_thread = watched  # type: ignore[method-assign]
+    return done
+
+
+async def waited(event: threading.Event, timeout: float) -> bool:
+    """`event.wait(patient(timeout))` without blocking the event loop."""
+    return await asyncio.to_thread(event.wait, patient(timeout))
 
 
 async def test_sweep_fills_bars_saves_and_compares(fake: FakeSSEServer, tmp_path: Path,
@@ -92,10 +118,7 @@ async def test_sweep_fills_bars_saves_and_compares(fake: FakeSSEServer, tmp_path
         assert bar.progress == bar.total == 20
         assert "done: 25 requests" in str(screen.query_one("#bench-status", Static).render())
         await pilot.press("r")
-        for _ in range(200):
-            await pilot.pause(0.02)
-            if not screen.running:
-                break
+        await until(pilot, lambda: not screen.running and screen.comparison, "the second sweep's comparison", 10)
         assert screen.comparison and "at C=1" in screen.comparison[0]
         await pilot.press("escape")
         await pilot.pause()
@@ -120,12 +143,14 @@ async def test_closing_mid_sweep_stops_the_generator_thread() -> None:
     try:
         app = Host(FakeApi(srv.url))
         async with app.run_test() as pilot:
-            app.push_screen(BenchScreen(app.api, "p@h:gpu0", concurrency=(4,), output_len=200, save=False))
-            await pilot.pause(0.6)
-            screen = app.screen
-            assert isinstance(screen, BenchScreen) and screen.running
+            screen = BenchScreen(app.api, "p@h:gpu0", concurrency=(4,), output_len=200, save=False)
+            gone = thread_end(screen)
+            app.push_screen(screen)
+            # mid-sweep: its first request (4 s at 50 tok/s) in flight; the whole sweep would take 24 s
+            await until(pilot, lambda: screen.running and srv.requests >= 1, "the sweep under way", 5)
+            assert app.screen is screen and screen.running
             await pilot.press("escape")
-            await pilot.pause(0.8)
+            assert await waited(gone, 5), "the generator thread still runs after the screen closed"
             seen = srv.requests
             await asyncio.sleep(0.5)
             assert srv.requests == seen  # no new requests once closed
@@ -141,11 +166,12 @@ async def test_app_exit_mid_sweep_stops_the_thread_and_drops_its_late_callbacks(
         app = Host(FakeApi(srv.url))
         async with app.run_test() as pilot:
             screen = BenchScreen(app.api, "p@h:gpu0", concurrency=(4, 8), output_len=200, save=False)
+            gone = thread_end(screen)
             app.push_screen(screen)
-            await pilot.pause(0.6)
+            await until(pilot, lambda: screen.running and srv.requests >= 1, "the sweep under way", 5)
             assert screen.running
-        await asyncio.sleep(0.5)
         assert screen._stop.is_set()
+        assert await waited(gone, 5), "the generator thread still runs after the app exited"
         seen = srv.requests
         await asyncio.sleep(0.5)
         assert srv.requests == seen  # the generator thread ended with the app
@@ -161,7 +187,7 @@ async def test_b_asks_for_the_sweep_before_starting(fake: FakeSSEServer, tmp_pat
     install(app)
     async with app.run_test(size=(120, 30)) as pilot:
         app.bench_runner(app, "p@h:gpu0")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, BenchForm) and app.screen.values(), "the bench form")
         form = app.screen
         assert isinstance(form, BenchForm) and fake.requests == 0  # nothing sent before the user answers
         assert form.values() == {"concurrency": "1,32,64,128", "input_len": "1024", "output_len": "256",
@@ -179,15 +205,12 @@ async def test_b_asks_for_the_sweep_before_starting(fake: FakeSSEServer, tmp_pat
         assert isinstance(screen, BenchScreen)
         assert (screen.spec.concurrency, screen.spec.input_len, screen.spec.output_len, screen.spec.num_prompts) \
             == ((1, 2), 8, 5, 3)
-        for _ in range(200):
-            await pilot.pause(0.02)
-            if not screen.running:
-                break
+        await ended(pilot, screen)
         assert [lv.requests for lv in screen.levels] == [3, 3]
         await pilot.press("escape")
         await pilot.pause()
         app.bench_runner(app, "p@h:gpu0")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, BenchForm) and app.screen.values(), "the bench form again")
         assert isinstance(app.screen, BenchForm)
         assert app.screen.values() == {"concurrency": "1,2", "input_len": "8", "output_len": "5",
                                        "num_prompts": "3"}  # the last sweep's answers
