@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.patience import patient, settles
 from tests.ui.test_demo_tmux import ROOT, leftover_processes
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
@@ -26,7 +27,7 @@ def _pane_pid(tmux: list[str], session: str) -> int:
 
 
 def _gone(pid: int, timeout: float) -> bool:
-    end = time.monotonic() + timeout
+    end = time.monotonic() + patient(timeout)
     while time.monotonic() < end:
         if not Path(f"/proc/{pid}").exists():
             return True
@@ -65,7 +66,7 @@ def test_two_demos_at_once_then_sighup_and_sigterm(tmp_path: Path) -> None:
         os.kill(pids["a"], signal.SIGHUP)  # the terminal of demo a is closed
         assert _gone(pids["a"], 15), "demo a outlived SIGHUP"
         assert not roots["a"].exists(), "demo a's temp dir was left behind"
-        time.sleep(0.3)
+        settles(lambda: not leftover_processes(str(roots["a"])), 5)  # SIGKILLed sims take a moment to exit when busy
         assert not leftover_processes(str(roots["a"])), "demo a's sim processes outlived it"
         assert "serving" in _wait_session(tmux, "b", "serving", 5), "demo b was disturbed"
         assert roots["b"].exists()
@@ -73,7 +74,7 @@ def test_two_demos_at_once_then_sighup_and_sigterm(tmp_path: Path) -> None:
         os.kill(pids["b"], signal.SIGTERM)
         assert _gone(pids["b"], 15), "demo b outlived SIGTERM"
         assert not roots["b"].exists(), "demo b's temp dir was left behind"
-        time.sleep(0.3)
+        settles(lambda: not leftover_processes(str(roots["b"])), 5)
         assert not leftover_processes(str(roots["b"])), "demo b's sim processes outlived it"
         left = json.loads((tmp_path / f"dflash-console-demo-ports-{os.getuid()}.json").read_text())
         assert not left, left
@@ -82,7 +83,7 @@ def test_two_demos_at_once_then_sighup_and_sigterm(tmp_path: Path) -> None:
 
 
 def _wait_session(tmux: list[str], session: str, needle: str, timeout: float) -> str:
-    end = time.monotonic() + timeout
+    end = time.monotonic() + patient(timeout)
     screen = ""
     while time.monotonic() < end:
         screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout

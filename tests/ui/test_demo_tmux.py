@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.patience import patient
+from tests.fixtures.slowdown import SlowdownMeter
+from tests.patience import patient, settles
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
@@ -33,7 +34,7 @@ def wait_for(tmux: list[str], needle: str, timeout: float) -> str:
 
 
 def wait_gone(tmux: list[str], needle: str, timeout: float) -> None:
-    end = time.monotonic() + timeout
+    end = time.monotonic() + patient(timeout)
     while needle in capture(tmux):
         if time.monotonic() > end:
             raise AssertionError(f"{needle!r} still on screen after {timeout} s")
@@ -59,15 +60,18 @@ def test_demo_in_tmux(tmp_path: Path) -> None:
     env = {**inherited, "TMPDIR": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
            "XDG_STATE_HOME": str(tmp_path / "state"), "DFC_DEMO_TIME_SCALE": "0.1", "TERM": "xterm-256color"}
     cmd = f"cd {ROOT} && exec {sys.executable} -m console --demo"
-    t0 = time.monotonic()
-    subprocess.run([*tmux, "new-session", "-d", "-s", "demo", "-x", "120", "-y", "36", cmd], env=env, check=True)
-    # tmux holds a lone ESC for 500 ms by default; an Enter inside that window would arrive as M-Enter.
-    subprocess.run([*tmux, "set-option", "-g", "escape-time", "0"], check=True)
     try:
-        wait_for(tmux, "ct129", 20)  # the first frame (below 30 rows the layout gives the top bar to the panes)
-        first_frame = time.monotonic() - t0
-        print(f"first frame after {first_frame:.2f} s")  # ~1.2 s on an idle 2-core box
-        assert first_frame < 10.0, f"first frame after {first_frame:.2f} s"
+        with SlowdownMeter() as meter:  # the first frame's limit: 10 s times the machine's slowdown meanwhile
+            t0 = time.monotonic()
+            subprocess.run([*tmux, "new-session", "-d", "-s", "demo", "-x", "120", "-y", "36", cmd], env=env,
+                           check=True)
+            # tmux holds a lone ESC for 500 ms by default; an Enter inside that window would arrive as M-Enter.
+            subprocess.run([*tmux, "set-option", "-g", "escape-time", "0"], check=True)
+            wait_for(tmux, "ct129", 20)  # the first frame (below 30 rows the layout gives the top bar to the panes)
+            first_frame = time.monotonic() - t0
+        slow = meter.result
+        print(f"first frame after {first_frame:.2f} s, slowdown p90 {slow.p90:.2f}")  # ~1.2 s on an idle 2-core box
+        assert first_frame < 10.0 * slow.p90, f"first frame after {first_frame:.2f} s (slowdown p90 {slow.p90:.2f})"
         wait_for(tmux, "blackwell", 30)
         wait_for(tmux, "serving", 60)
         screen = wait_for(tmux, "GPU0", 30)  # "serving" can be blackwell's (or a router's) before ct129's GPUs
@@ -81,7 +85,7 @@ def test_demo_in_tmux(tmp_path: Path) -> None:
         subprocess.run([*tmux, "send-keys", "-t", "demo", "Escape"], check=True)
         wait_gone(tmux, "Startup timeline", 5)
         subprocess.run([*tmux, "send-keys", "-t", "demo", "q"], check=True)
-        end = time.monotonic() + 15
+        end = time.monotonic() + patient(15)
         while time.monotonic() < end:
             if subprocess.run([*tmux, "has-session", "-t", "demo"], capture_output=True).returncode != 0:
                 break
@@ -89,7 +93,7 @@ def test_demo_in_tmux(tmp_path: Path) -> None:
         else:
             raise AssertionError("the console did not quit on q")
         assert not list(tmp_path.glob("dfc-demo-*")), "the demo's sim dir was not cleaned up"
-        time.sleep(0.3)
+        settles(lambda: not leftover_processes(str(tmp_path)), 5)  # SIGKILLed sims take a moment to exit when busy
         assert not leftover_processes(str(tmp_path)), "sim processes outlived the console"
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)

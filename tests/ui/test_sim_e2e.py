@@ -13,13 +13,31 @@ from console.ui.screens.chat import ChatScreen, Turn
 from console.ui.screens.dialogs import ConfirmScreen
 from console.ui.screens.launch import LaunchScreen
 from console.ui.widgets.gpu_pane import GpuPane
+from tests.patience import patient
 
 
 async def until(pilot, cond: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + timeout
+    end = time.monotonic() + patient(timeout)
     while not cond():
         if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"timed out after {patient(timeout):g} s waiting for {what}")
+        await pilot.pause(0.1)
+
+
+async def focus(pilot, host: str, gpu: int, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Focuses that GPU's pane and waits until it has the focus: the bands can still re-form as the hosts report
+    (new panes), so it focuses the pane found again until one keeps it."""
+    def focused() -> tuple[str, int] | None:
+        f = pilot.app.screen.focused
+        return (f.host, f.gpu) if isinstance(f, GpuPane) else None
+
+    end = time.monotonic() + patient(timeout)
+    while focused() != (host, gpu):
+        if time.monotonic() > end:
+            raise AssertionError(f"{host}'s GPU{gpu} never kept the focus ({focused()} has it)")
+        for p in pilot.app.screen.query(GpuPane):
+            if (p.host, p.gpu) == (host, gpu):
+                p.focus()
         await pilot.pause(0.1)
 
 
@@ -35,11 +53,7 @@ async def test_launch_ready_crash_relaunch_stop_on_sim(tmp_path) -> None:  # typ
             await until(pilot, lambda: app.api is not None and all(
                 h.conn == "up" and h.gpus for h in app.state.hosts.values()) and len(app.state.hosts) >= 2,
                 what="both sim hosts up")
-            await pilot.pause(0.3)
-            for p in app.screen.query(GpuPane):
-                if p.host == "ct129" and p.gpu == 0:
-                    p.focus()
-            await pilot.pause()
+            await focus(pilot, "ct129", 0)
             await pilot.press("l")
             await until(pilot, lambda: isinstance(app.screen, LaunchScreen), what="launch screen")
             await pilot.pause()
@@ -111,9 +125,10 @@ async def test_marked_gpus_launch_there_on_free_ports_on_sim(tmp_path) -> None: 
 
             await until(pilot, lambda: pane(2) is not None and pane(3) is not None, 10, "blackwell's panes")
             for gpu in (2, 3):
-                pane(gpu).focus()  # type: ignore[union-attr]
-                await pilot.pause()
+                await focus(pilot, "blackwell", gpu)
                 await pilot.press("space")
+                await until(pilot, lambda gpu=gpu: ("blackwell", gpu) in app.screen.marks, 10,
+                            f"blackwell's GPU{gpu} marked")
             await pilot.press("l")
             await until(pilot, lambda: isinstance(app.screen, LaunchScreen), what="launch screen")
             await pilot.pause()

@@ -6,6 +6,7 @@ import pytest
 
 from console.ui.app import DflashApp
 from console.ui.widgets.gpu_pane import GpuPane
+from tests.patience import patient
 from tests.ui.fakes import NOW, FakeApi, FakeBackend, scenario
 
 
@@ -29,7 +30,7 @@ async def settle_log(pilot, done) -> None:  # type: ignore[no-untyped-def]
     """Waits (bounded) until the log view has its lines and has scrolled where it should, so load can't race it."""
     from console.ui.widgets.log_view import LogView
 
-    for _ in range(100):
+    for _ in range(int(100 * patient(1))):
         await pilot.pause(0.05)
         views = pilot.app.screen.query(LogView)
         if views and views.first().rows and done(views.first()):
