@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.config import Host
+from console.fleet import liveness
 from console.fleet.agent import agent_procs_command, agent_tail_command
 from console.fleet.events import (
     Event,
@@ -221,12 +222,18 @@ class HostLink:
             await self._down(self.last_error or "connection lost", backoff_delay(1))
 
     async def _watchdog(self) -> None:
-        """The process loop answers every second; silence (even while a channel opens) means a dead link."""
+        """The process loop answers every second; silence (even while a channel opens) means a dead link, unless it
+        was this console that was starved (`liveness.Silence`): then frames already received are read first."""
+        silence = liveness.Silence(self.watchdog_s)
         while True:
+            due = time.monotonic() + 1
             await asyncio.sleep(1)
-            quiet = time.monotonic() - self._last_frame
-            if quiet > self.watchdog_s:
-                await self._link_dead(f"no answer from {self.name} for {quiet:.0f} s")
+            if silence.tick(time.monotonic(), due, self._last_frame) is None:
+                continue
+            await asyncio.sleep(0.2)  # a frame that came in with the late tick is read before the verdict
+            now = time.monotonic()
+            if silence.tick(now, now, self._last_frame) is not None:
+                await self._link_dead(f"no answer from {self.name} for {now - self._last_frame:.0f} s")
                 return
 
     async def _guard(self, coro: Awaitable[None]) -> None:

@@ -62,3 +62,27 @@ def parse_confirm(text: str) -> tuple[list[ProcInfo], str]:
     """(process table, the log's remaining text) from confirm_command's output."""
     ps, _, rest = text.partition(_LOG_MARK)
     return parse_ps(ps), rest
+
+
+class Silence:
+    """A host's silence as the watchdog should judge it: the time since its last frame, less the time this console's
+    own event loop was late (a starved console reads a live host's frames late; it must not call the host dead and
+    reconnect, a burst that starves it further). Pure: times are passed in."""
+
+    TICK_SLACK_S = 0.2
+    """A tick later than this counts as the console's own stall."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self.stalled_s = 0.0
+        """Console stall within the current silence (reset when a frame arrives)."""
+        self._frame_seen = 0.0
+
+    def tick(self, now: float, expected: float, last_frame: float) -> float | None:
+        """One watchdog tick at `now` that was due at `expected`: the excused silence when it exceeds the limit."""
+        if last_frame != self._frame_seen:
+            self._frame_seen = last_frame
+            self.stalled_s = 0.0
+        self.stalled_s += max(0.0, now - expected - self.TICK_SLACK_S)
+        quiet = now - last_frame - self.stalled_s
+        return quiet if quiet > self.limit_s else None

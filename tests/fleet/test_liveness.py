@@ -113,3 +113,24 @@ async def test_launch_wait_tells_the_cause_from_the_whole_log(sim_ssh, controlle
     d = s.log.diagnosis
     assert d is not None and out.message == f"{s.name} crashed: {d.summary}", (out.message, d)
     assert "exit status None" not in out.message
+
+
+def test_silence_excuses_the_consoles_own_stall_not_the_hosts() -> None:
+    """The watchdog called 28 of 64 hosts dead when the console itself was starved (load 35): their frames sat
+    unread while its ticks came late. Silence counts the console's lateness out; a host silent while the console
+    ticks on time is still dead after the limit."""
+    from console.fleet.liveness import Silence
+
+    # the host is silent, the console ticks on time: dead once the silence passes 6 s
+    s, last = Silence(6.0), 100.0
+    verdicts = [s.tick(100.0 + t, 100.0 + t, last) for t in range(1, 9)]
+    assert verdicts[:6] == [None] * 6 and verdicts[6] is not None and verdicts[6] > 6.0
+    # the console is starved for 8 s (one tick 8 s late): the host's frames were there, only unread
+    s = Silence(6.0)
+    assert s.tick(109.0, 101.0, last) is None  # 9 s since the last frame read, 7.8 s of it the console's own stall
+    assert s.tick(109.2, 109.2, 109.1) is None  # the buffered frame is read: the stall is forgotten with it
+    assert s.stalled_s == 0.0
+    # starved for 3 s within a real 9 s silence: 9 - 2.8 excused = 6.2 s, over the limit
+    s = Silence(6.0)
+    assert s.tick(104.0, 101.0, last) is None
+    assert [s.tick(104.0 + t, 104.0 + t, last) for t in range(1, 6)][-1] is not None
