@@ -206,7 +206,9 @@ class DflashApp(ActionsMixin, App[int]):
     def on_fleet_changed(self, _msg: FleetChanged) -> None:
         """Repaint at most every SYNC_MIN_S: a log flood sends hundreds of batches a second."""
         self._change_posted = False
-        pull = getattr(self.screen, "pull_soon", None)
+        # a host's first events can come before the first screen is up, or after the last is gone at exit
+        # (`self.screen` raised ScreenStackError there on a busy machine and ended the app)
+        pull = getattr(self.screen_stack[-1], "pull_soon", None) if self.screen_stack else None
         if pull is not None:  # the live log does not wait for the coalesced repaint
             pull()
         now = time.monotonic()

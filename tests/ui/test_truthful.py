@@ -168,3 +168,14 @@ async def test_blocked_launch_puts_the_reason_at_the_top(make_app) -> None:  # t
         assert note == "blocked: GPU held by qwen36-gen@blackwell:gpu0", note
         body = str(app.screen.query_one("#preview-body").render())
         assert "blocked" not in body.splitlines()[-1], body  # not a 'blocked' under a screen of commands
+
+
+def test_fleet_events_before_the_first_screen_do_not_end_the_app(make_app) -> None:  # type: ignore[no-untyped-def]
+    """A host's first events can be handled before the first screen is pushed (or after the last is popped at
+    exit): `self.screen` raised ScreenStackError there and ended the app (two CI tests on a busy machine)."""
+    from console.ui.messages import FleetChanged
+
+    app = make_app()
+    assert not app.screen_stack
+    app._urgent = True
+    app.on_fleet_changed(FleetChanged())  # raised ScreenStackError before
