@@ -34,6 +34,9 @@ class HostList(VerticalScroll, can_focus=False, inherit_bindings=False):
         super().watch_scroll_y(old_value, new_value)
         if round(old_value) != round(new_value):  # panes that scroll into view catch up on what they missed
             self.call_after_refresh(self.catch_up)
+            # and again a moment later: on a busy machine the frame that puts them on screen can come after the
+            # refresh that callback waited for, and a pane left behind would wait for the next 1 s full sync
+            self.set_timer(0.3, self.catch_up)
 
     def catch_up(self) -> None:
         visible = visible_widgets(self)
