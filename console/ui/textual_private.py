@@ -13,6 +13,9 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
    and only then notices that a lone ESC was the Escape key, so every Escape took 100-130 ms whatever
    ESCDELAY said (benchmarks/bench_keypress.py). PromptEscapeDriver is the same loop, except that `select`
    wakes when the parser's ESC wait ends. If Textual's internals move, `driver_class()` keeps Textual's.
+4. `FooterKey._disabled`: what a click on a footer key does (bell or the key). ConsoleFooter flips a key's
+   enabled state in place instead of letting Textual's Footer remount every key on each focus move
+   (console/ui/widgets/footer.py); the `-disabled` class, public, is what the key looks like.
 """
 
 from __future__ import annotations
@@ -120,3 +123,11 @@ def driver_class(default: type[Driver]) -> type[Driver]:
     if LinuxDriver is not None and default is LinuxDriver:
         return PromptEscapeDriver
     return default
+
+
+# -- 4. a footer key's enabled state ----------------------------------------------------------------------
+def set_footer_key_enabled(key: Widget, enabled: bool) -> None:
+    """Enable or disable one FooterKey in place: its look (the public `-disabled` class) and its click."""
+    key.set_class(not enabled, "-disabled")
+    if hasattr(key, "_disabled"):
+        key._disabled = not enabled

@@ -111,3 +111,28 @@ def test_no_other_module_touches_textual_privates() -> None:
              if str(p.relative_to(ROOT)) not in FENCES
              for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert found == []
+
+
+async def test_footer_key_disabled_is_what_a_click_reads() -> None:
+    """FooterKey keeps its enabled state in `_disabled` (a click rings the bell instead of pressing the key) and
+    shows it with the `-disabled` class; set_footer_key_enabled flips both."""
+    from textual.app import App
+    from textual.binding import Binding
+    from textual.widgets import Footer
+
+    from console.ui.textual_private import set_footer_key_enabled
+
+    class One(App[None]):
+        BINDINGS = [Binding("x", "bell", "Ring")]
+
+        def compose(self) -> ComposeResult:
+            yield Footer()
+
+    async with One().run_test() as pilot:
+        await pilot.pause()
+        key = next(k for k in pilot.app.query("FooterKey") if getattr(k, "action", "") == "bell")
+        assert key._disabled is False and not key.has_class("-disabled")  # type: ignore[attr-defined]
+        set_footer_key_enabled(key, False)
+        assert key._disabled is True and key.has_class("-disabled")  # type: ignore[attr-defined]
+        set_footer_key_enabled(key, True)
+        assert key._disabled is False and not key.has_class("-disabled")  # type: ignore[attr-defined]

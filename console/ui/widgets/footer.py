@@ -4,13 +4,41 @@ key labels still fit at 80 columns instead of being cut (`^p pa lette`)."""
 from __future__ import annotations
 
 from textual import events
+from textual.screen import Screen
 from textual.widgets import Footer
+
+from console.ui.textual_private import set_footer_key_enabled
+
+Sig = tuple[tuple[str, str, str, bool, bool, str], ...]
+"""Each active binding as the footer shows it: key, action, description, shown, enabled, tooltip."""
 
 COMPACT_BELOW = 110
 """Terminal columns under which the footer packs its keys tighter."""
 
 
 class ConsoleFooter(Footer):
+    """Also recomposes only when what it shows changed: Textual's Footer rebuilds every key widget on each
+    bindings signal, which a focus move sends (60 key widgets mounted a press between two GPU panes with the same
+    keys: the largest share of a key press's CPU in the fleet view)."""
+
+    _shown: Sig | None = None
+
+    def bindings_changed(self, screen: Screen) -> None:
+        sig = _signature(screen)
+        if sig is not None and sig == self._shown:
+            return
+        if sig is not None and self._shown is not None and _layout(sig) == _layout(self._shown) and self.is_attached:
+            self._shown = sig  # the same keys, only enabled or not: flip them in place (a GPU pane with a server
+            enabled: dict[str, bool] = {}  # and one without differ only in that)
+            for _key, action, _desc, _show, on, _tip in sorted(sig, key=lambda row: not row[3]):
+                enabled.setdefault(action, on)  # a key shows its action's first shown binding, as Footer composes
+            for key in self.query("FooterKey"):
+                set_footer_key_enabled(key, enabled.get(str(getattr(key, "action", "")), True))
+            return
+        if screen.app.app_focus and self.is_attached and screen is self.screen:
+            self._shown = sig  # the recompose Textual schedules now shows these bindings
+        super().bindings_changed(screen)
+
     def on_mount(self) -> None:
         self._fit(self.app.size.width)
 
@@ -22,4 +50,19 @@ class ConsoleFooter(Footer):
         if self.compact != narrow:
             self.compact = narrow
         if self.show_command_palette == narrow:
+            self._shown = None  # the recompose this sets off reads the bindings anew
             self.show_command_palette = not narrow  # ctrl+p is still listed by `?`
+
+
+def _signature(screen: Screen) -> Sig | None:
+    """What the footer shows of a screen's bindings: key, action, description, shown, enabled, tooltip."""
+    try:
+        return tuple((key, ab.binding.action, ab.binding.description, ab.binding.show, ab.enabled, ab.tooltip)
+                     for key, ab in screen.active_bindings.items())
+    except Exception:  # not mounted yet: recompose as Textual does
+        return None
+
+
+def _layout(sig: Sig) -> tuple[tuple[str, str, str, bool, str], ...]:
+    """A signature without the enabled flags: what decides the footer's keys and their order."""
+    return tuple((k, a, d, show, tip) for k, a, d, show, _on, tip in sig)
