@@ -69,16 +69,20 @@ def status_doc(state: FleetState, now: float | None = None) -> dict[str, Any]:
             "servers": [server_doc(s) for s in state.servers.values()]}
 
 
-def router_doc(v: Any, replica_of: Callable[[str], str | None]) -> dict[str, Any]:
+def router_doc(v: Any, replica_of: Callable[[str], str | None],
+               ended_of: Callable[[str], str | None] = lambda url: None) -> dict[str, Any]:
     """One router (a console.router.state.RouterView) for the document's `routers` list: `replica_of` names
-    the server behind a worker URL. `rps` is null until two metrics reads (a single `status` has one)."""
+    the server behind a worker URL, `ended_of` the ended replica there (the router may still list it and call it
+    healthy until a sync removes it: it is not healthy). `rps` is null until two metrics reads."""
     running = v.phase == "running"
+    ended = {w.url: ended_of(w.url) for w in v.workers} if running else {}
     return {"name": v.name, "host": v.host, "port": v.port, "policy": v.policy, "phase": v.phase,
             "pid": v.pid if v.phase in ("running", "starting") else None, "started_at": v.started_at,
             "log_path": v.log_path, "error": mask(v.error) if v.error else None,
             "rps": _r(v.rps) if running else None,
-            "healthy_workers": v.healthy_workers if running else None,
-            "workers": [{"url": w.url, "healthy": w.healthy, "load": w.load, "server": replica_of(w.url)}
+            "healthy_workers": sum(bool(w.healthy and not ended[w.url]) for w in v.workers) if running else None,
+            "workers": [{"url": w.url, "healthy": bool(w.healthy and not ended[w.url]), "load": w.load,
+                         "server": replica_of(w.url) or ended[w.url], "ended": ended[w.url] is not None}
                         for w in v.workers] if running else []}
 
 

@@ -220,5 +220,15 @@ async def test_an_ended_replica_the_router_still_lists_is_named_and_not_healthy(
         assert mgr.replica_of("lb", urls[0]) == "gen@bw:gpu0" and mgr.ended_replica_of("lb", urls[0]) is None
         assert mgr.replica_of("lb", urls[1]) is None and mgr.ended_replica_of("lb", urls[1]) == "gen@bw:gpu1"
         assert mgr.ended_replica_of("lb", urls[2]) is None  # not one of the router's presets
+        # status --json: the router calls both healthy; the ended one is named, marked ended and not healthy
+        from console.fleet.report import router_doc
+        from console.router.api import RouterWorker
+
+        v = RouterView("lb", "bw", 31080, "round_robin", phase="running",
+                       workers=(RouterWorker("a", urls[0], True, 0), RouterWorker("b", urls[1], True, 0)))
+        doc = router_doc(v, lambda u: mgr.replica_of("lb", u), lambda u: mgr.ended_replica_of("lb", u))
+        assert doc["healthy_workers"] == 1
+        assert [(w["server"], w["healthy"], w["ended"]) for w in doc["workers"]] == [
+            ("gen@bw:gpu0", True, False), ("gen@bw:gpu1", False, True)]
     finally:
         await mgr.aclose()
