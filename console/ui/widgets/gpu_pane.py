@@ -279,17 +279,19 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         self.border_title = Content(("▶ " if (self.has_focus if focused is None else focused) else "") + v.title)
         self.border_subtitle = Content(v.subtitle) if v.subtitle else None
 
-    def render(self) -> Content:
-        if self.view is None:
-            return Content("")
+    def _lines(self, view: PaneView) -> list[Content]:
+        """The rows `draw_pane` made of the view for the pane's size and theme now (drawn again when those moved)."""
         w, rows = content_width(self), max(1, self.outer_size.height - self.styles.gutter.height)
         c = colours(self)
         key, lines = self._drawn
         if key != (w, rows, id(c)):
-            lines = draw_pane(self.view, w, rows, c)
+            lines = draw_pane(view, w, rows, c)
             self._drawn = ((w, rows, id(c)), lines)
             self._strips.clear()
-        return Content("\n").join(lines)
+        return lines
+
+    def render(self) -> Content:
+        return Content("") if self.view is None else Content("\n").join(self._lines(self.view))
 
     def render_line(self, y: int) -> Strip:
         """Textual's line API: one row from the per-row cache (Widget.render_line renders every row of
@@ -298,13 +300,7 @@ class GpuPane(CatchUpWhenShown, Widget, can_focus=True):
         style = self.visual_style
         if self.view is None or self.text_selection is not None:
             return super().render_line(y)
-        w, rows = content_width(self), max(1, self.outer_size.height - self.styles.gutter.height)
-        c = colours(self)
-        key, lines = self._drawn
-        if key != (w, rows, id(c)):
-            lines = draw_pane(self.view, w, rows, c)
-            self._drawn = ((w, rows, id(c)), lines)
-            self._strips.clear()
+        lines = self._lines(self.view)
         if self._strips_key != (width, style):  # resized, focused, marked: every row again
             self._strips_key = (width, style)
             self._strips.clear()
