@@ -65,11 +65,12 @@ def print_view(mgr: RouterManager, name: str) -> None:
     if v.phase != "running":
         return
     rps = "-" if v.rps is None else f"{v.rps:.1f}"
-    ended = [w for w in v.workers if w.healthy and mgr.ended_replica_of(name, w.url)]
-    print(f"  workers {v.healthy_workers - len(ended)}/{len(v.workers)} healthy · {rps} req/s")
+    ended = mgr.ended_workers(name)
+    healthy = sum(w.healthy and w.url not in ended for w in v.workers)
+    print(f"  workers {healthy}/{len(v.workers)} healthy · {rps} req/s")
     for w in v.workers:
         who = mgr.replica_of(name, w.url)
-        gone = None if who else mgr.ended_replica_of(name, w.url)
+        gone = ended.get(w.url)
         wr = v.worker_rps.get(w.url)
         if gone:  # the router lists (and may call healthy) a replica that has ended: say what is true
             state = mgr.ctl.state.servers[gone].phase.value

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
                 live = [n for n in mgr.fleet.routers if ctl.state.hosts[mgr.fleet.routers[n].host].conn == "up"]
                 await asyncio.gather(*(mgr.refresh(n) for n in live))
                 doc["routers"] = [router_doc(mgr.views[n], lambda url, n=n: mgr.replica_of(n, url),
-                                             lambda url, n=n: mgr.ended_replica_of(n, url))
+                                             mgr.ended_workers(n))
                                   for n in mgr.fleet.routers]
             if args.json:
                 print(json.dumps(for_json(doc), indent=None if args.watch else 2), flush=True)

@@ -9,7 +9,7 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 from console.config import Fleet, load_fleet
@@ -70,19 +70,19 @@ def status_doc(state: FleetState, now: float | None = None) -> dict[str, Any]:
 
 
 def router_doc(v: Any, replica_of: Callable[[str], str | None],
-               ended_of: Callable[[str], str | None] = lambda url: None) -> dict[str, Any]:
+               ended: Mapping[str, str] | None = None) -> dict[str, Any]:
     """One router (a console.router.state.RouterView) for the document's `routers` list: `replica_of` names
-    the server behind a worker URL, `ended_of` the ended replica there (the router may still list it and call it
-    healthy until a sync removes it: it is not healthy). `rps` is null until two metrics reads."""
+    the server behind a worker URL, `ended` the ended replica behind a listed URL (the router may still list it and
+    call it healthy until a sync removes it: it is not healthy). `rps` is null until two metrics reads."""
     running = v.phase == "running"
-    ended = {w.url: ended_of(w.url) for w in v.workers} if running else {}
+    ended = ended or {}
     return {"name": v.name, "host": v.host, "port": v.port, "policy": v.policy, "phase": v.phase,
             "pid": v.pid if v.phase in ("running", "starting") else None, "started_at": v.started_at,
             "log_path": v.log_path, "error": mask(v.error) if v.error else None,
             "rps": _r(v.rps) if running else None,
-            "healthy_workers": sum(bool(w.healthy and not ended[w.url]) for w in v.workers) if running else None,
-            "workers": [{"url": w.url, "healthy": bool(w.healthy and not ended[w.url]), "load": w.load,
-                         "server": replica_of(w.url) or ended[w.url], "ended": ended[w.url] is not None}
+            "healthy_workers": sum(w.healthy and w.url not in ended for w in v.workers) if running else None,
+            "workers": [{"url": w.url, "healthy": w.healthy and w.url not in ended, "load": w.load,
+                         "server": replica_of(w.url) or ended.get(w.url), "ended": w.url in ended}
                         for w in v.workers] if running else []}
 
 

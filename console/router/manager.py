@@ -161,6 +161,10 @@ class RouterManager:
                 return s.name
         return None
 
+    def ended_workers(self, name: str) -> dict[str, str]:
+        """Worker URL -> ended replica, for the workers the router's last view lists (see ended_replica_of)."""
+        return {w.url: who for w in self.views[name].workers if (who := self.ended_replica_of(name, w.url))}
+
     # -- looking --------------------------------------------------------------------------------------
     async def refresh(self, name: str, *, process: bool = True) -> RouterView:
         """Re-read one router: its process (pid file + ps), then /health, /workers and the metrics."""

@@ -226,7 +226,9 @@ async def test_an_ended_replica_the_router_still_lists_is_named_and_not_healthy(
 
         v = RouterView("lb", "bw", 31080, "round_robin", phase="running",
                        workers=(RouterWorker("a", urls[0], True, 0), RouterWorker("b", urls[1], True, 0)))
-        doc = router_doc(v, lambda u: mgr.replica_of("lb", u), lambda u: mgr.ended_replica_of("lb", u))
+        mgr.views["lb"] = v
+        assert mgr.ended_workers("lb") == {urls[1]: "gen@bw:gpu1"}
+        doc = router_doc(v, lambda u: mgr.replica_of("lb", u), mgr.ended_workers("lb"))
         assert doc["healthy_workers"] == 1
         assert [(w["server"], w["healthy"], w["ended"]) for w in doc["workers"]] == [
             ("gen@bw:gpu0", True, False), ("gen@bw:gpu1", False, True)]

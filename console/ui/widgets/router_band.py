@@ -136,8 +136,9 @@ class RouterBand(Static, can_focus=True):
                             markup=False, timeout=10)
         self._phase = v.phase
         # a listed worker whose replica has ended is not healthy, whatever the router says before the next sync
-        ended = {w.url: mgr.ended_replica_of(self.router, w.url) for w in v.workers}
-        workers = sorted(((w.url, mgr.replica_of(self.router, w.url) or ended[w.url], w.healthy and not ended[w.url],
+        ended = mgr.ended_workers(self.router)
+        workers = sorted(((w.url, mgr.replica_of(self.router, w.url) or ended.get(w.url),
+                           w.healthy and w.url not in ended,
                            mgr.worker_load(self.router, w), v.worker_rps.get(w.url))
                           for w in v.workers), key=lambda w: (w[1] is None, w[1] or w[0]))
         listed = {w.url for w in v.workers}
