@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import asyncssh
+from asyncssh.encryption import get_default_encryption_algs
 
 from console.config import Host
 from console.transport.base import CommandHook, CommandResult, HostKeyError, TransportError
@@ -170,13 +171,13 @@ class SshTransport:
         return f"bastion {hop.spec} (ProxyJump of {self.host})"
 
     async def _connect_hop(self, hop: Hop, via: asyncssh.SSHClientConnection | None) -> asyncssh.SSHClientConnection:
-        files, _ = await self._hop_files(hop)
+        files, opts = await self._hop_files(hop)
         try:
             conn = await asyncssh.connect(
                 hop.host, hop.port if hop.port is not None else (), username=hop.user if hop.user is not None else (),
                 tunnel=via, config=ssh_config_paths(), known_hosts=_trust_set(files),
                 connect_timeout=self.connect_timeout, keepalive_interval=self.keepalive_interval,
-                keepalive_count_max=self.keepalive_count_max)
+                keepalive_count_max=self.keepalive_count_max, **_cipher_order(opts))
         except asyncssh.HostKeyNotVerifiable as e:
             raise await self._host_key_error(e, hop, via) from None
         except asyncssh.PermissionDenied as e:
@@ -205,6 +206,7 @@ class SshTransport:
     async def connect(self) -> None:
         await self.close()
         kw = self.connect_kwargs()
+        kw |= _cipher_order(await self._options(self.config.address, self.config.port, self.config.user))
         via = await self._open_chain(await self.jump_hops())
         try:
             conn = await self._connect_target(via, kw)
@@ -391,6 +393,20 @@ class SshTransport:
 def _trust_set(files: list[str]) -> asyncssh.SSHKnownHosts | bytes:
     """The trusted keys of files; b"" (nothing trusted, every key unknown) when there are none."""
     return load_known_hosts(files) if files else b""
+
+
+GCM_FIRST = (b"aes128-gcm@openssh.com", b"aes256-gcm@openssh.com")
+"""Offered before asyncssh's first choice, chacha20-poly1305: its Python shim costs ~20 µs a packet against
+~4 µs for AES-GCM (one `cryptography` call, AES-NI), and every log line and GPU sample arrives as packets
+(the console's largest single CPU item under a log flood; benchmarks/bench_console_cpu.py)."""
+
+
+def _cipher_order(opts: asyncssh.SSHClientConnectionOptions) -> dict[str, Any]:
+    """AES-GCM first, unless ssh config's `Ciphers` chose for this host (then its list, untouched)."""
+    default = get_default_encryption_algs()
+    if list(opts.encryption_algs) != default:
+        return {}
+    return {"encryption_algs": [a.decode() for a in (*GCM_FIRST, *(x for x in default if x not in GCM_FIRST))]}
 
 
 def _jump_of(opts: asyncssh.SSHClientConnectionOptions) -> str | None:

@@ -165,6 +165,25 @@ async def test_ssh_config_alias_is_honoured(ssh_host: SshTestHost, tmp_path: Pat
         await t.close()
 
 
+async def test_aes_gcm_is_negotiated_unless_ssh_config_names_ciphers(ssh_host: SshTestHost, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """AES-GCM costs a fifth of chacha20-poly1305's CPU a packet in asyncssh; a `Ciphers` line still decides."""
+    t = await _connected(ssh_host)
+    try:
+        assert t._conn.get_extra_info("recv_cipher") == "aes128-gcm@openssh.com"  # type: ignore[union-attr]
+    finally:
+        await t.close()
+    cfg = tmp_path / "ciphers_config"
+    cfg.write_text(f"Host {ssh_host.address}\n  Ciphers chacha20-poly1305@openssh.com\n")
+    monkeypatch.setenv("DFLASH_SSH_CONFIG", str(cfg))
+    t = await _connected(ssh_host)
+    try:
+        assert t._conn.get_extra_info("recv_cipher") == "chacha20-poly1305@openssh.com"  # type: ignore[union-attr]
+        assert (await t.run("echo ok")).stdout == "ok\n"
+    finally:
+        await t.close()
+
+
 async def test_detached_children_outlive_the_session_and_are_reaped(ssh_host: SshTestHost) -> None:
     t = await _connected(ssh_host)
     r = await t.run("setsid nohup sleep 60 > /dev/null 2>&1 < /dev/null & echo $!")
