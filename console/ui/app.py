@@ -29,9 +29,10 @@ from console.ui.messages import FleetChanged
 from console.ui.textual_private import exiting_on_error
 from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
 
-SYNC_MIN_S = 0.5
-"""Screens repaint from state at most twice a second, however many event batches arrive (nvidia-smi samples
-at 1 Hz; each repaint of the fleet screen is a frame of most of the terminal). The live log does not wait."""
+SYNC_MIN_S = 1.0
+"""Screens repaint from state at most once a second, however many event batches arrive: nvidia-smi samples at
+1-2 Hz, and each repaint of the fleet screen is a frame of most of the terminal (nvitop and btop default to
+1-2 s). Keys, launches, stops, crashes and host changes repaint at once (`_urgent`); the live log does not wait."""
 
 SETTLE_S = 5.0
 """After the fleet connects, this long until the start-up objects are frozen out of the collector's sight."""
@@ -211,8 +212,11 @@ class DflashApp(ActionsMixin, App[int]):
         pull = getattr(self.screen_stack[-1], "pull_soon", None) if self.screen_stack else None
         if pull is not None:  # the live log does not wait for the coalesced repaint
             pull()
-        now = time.monotonic()
-        wait = self._last_sync + SYNC_MIN_S - now
+        self._request_sync()
+
+    def _request_sync(self) -> None:
+        """Sync now if the last was SYNC_MIN_S ago (or something urgent happened), else once when it is due."""
+        wait = self._last_sync + SYNC_MIN_S - time.monotonic()
         if wait <= 0 or self._urgent:
             self._sync_screens()
         elif not self._sync_pending:
@@ -224,9 +228,10 @@ class DflashApp(ActionsMixin, App[int]):
         self._sync_screens()
 
     def _tick(self) -> None:
-        """Ages tick even when nothing arrives, so stale numbers are shown as stale: a full sync."""
+        """Ages tick even when nothing arrives, so stale numbers are shown as stale: a full sync, within the same
+        SYNC_MIN_S budget as the event-driven ones (a tick of its own on top of them was a third repaint a second)."""
         self._dirty_hosts = None
-        self._sync_screens()
+        self._request_sync()
 
     def _sync_screens(self) -> None:
         """Screens re-read state; the fleet screen only for the hosts that events touched since the last sync."""

@@ -337,7 +337,9 @@ def _interval(g: GpuState) -> float:
     h = g.history
     if len(h) < 2:
         return 1.0
-    return max(0.0, (h[-1].at - h[0].at) / (len(h) - 1))
+    # to a tenth of a second: the mean spacing moves in its third decimal with every sample, which made every
+    # pane's view differ from its last on each tick (and redrawn) though no cell on screen changed
+    return round(max(0.0, (h[-1].at - h[0].at) / (len(h) - 1)), 1)
 
 
 # -- hosts --------------------------------------------------------------------------------------

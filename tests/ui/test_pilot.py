@@ -469,3 +469,24 @@ async def test_telemetry_for_one_host_repaints_only_that_hosts_band(make_app) ->
         app._sync_screens()  # the coalesced sync that event triggers (the 1 s tick would sync everything)
         assert synced and {h for h, _ in synced} == {"ct129"}
         assert " 12%  71°C" in panes[("ct129", 0)].render().plain
+
+
+async def test_the_ticks_full_sync_shares_the_repaint_budget_with_event_syncs(make_app) -> None:  # type: ignore[no-untyped-def]
+    """The 1 s tick used to repaint on top of the coalesced event repaints (a third frame a second under a log
+    flood); right after a sync it waits until SYNC_MIN_S has passed, then syncs every host once."""
+    app = make_app(FakeApi(scenario()))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.screen.query(GpuPane), "the panes", 5)
+        calls: list[set[str] | None] = []
+        orig = app._sync_screens
+
+        def counting() -> None:
+            calls.append(app._dirty_hosts)
+            orig()
+
+        app._sync_screens = counting  # type: ignore[method-assign]
+        app._last_sync = time.monotonic()
+        app._tick()
+        assert calls == [] and app._sync_pending  # not now: within the budget of the last sync
+        await until(pilot, lambda: calls, "the tick's deferred sync", SYNC_MIN_S + 2)
+        assert calls[0] is None  # and it is a full one (every host: ages move everywhere)

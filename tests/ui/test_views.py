@@ -44,6 +44,21 @@ def test_an_unchanged_fleet_gives_an_equal_view_and_a_new_batch_line_a_different
     assert v1 != v0 and v1.load == "run 5 · queue 0 · KV 42%" and v1.log_tail[-1] != v0.log_tail[-1]
 
 
+def test_an_idle_gpus_next_sample_at_a_jittered_time_gives_an_equal_view() -> None:
+    """Samples never arrive exactly 1 s apart; the graphs' time span must not make every idle pane redraw."""
+    from console.fleet.events import GpuSample
+
+    st = scenario()
+    g = st.host("blackwell").gpus[1]  # free, idle: the same reading every second
+    reading = g.reading
+    v0 = pane_view(st, "blackwell", 1, NOW, points=30)
+    st.apply(GpuSample("blackwell", g.history[-1].at + 1.013, tuple(x.reading for x in st.host("blackwell").gpus.values())))
+    assert g.reading == reading and g.history[-1].at != g.history[-2].at + 1
+    v1 = pane_view(st, "blackwell", 1, NOW, points=30)
+    assert v1.util_series is not None and v1.util_series.interval_s == pytest.approx(1.0)
+    assert v1 == v0
+
+
 def test_load_text_is_one_spelling_for_pane_and_server_screen() -> None:
     st = scenario()
     assert load_text(st.servers[TP2]) == "run 3 · queue 0 · KV 42%"
