@@ -1,6 +1,8 @@
 """`dflash-console status [--json] [--watch]`: hosts, GPUs and servers with phase, tok/s and data age.
 
-`--json` prints the stable `dflash-console/status/1` document (console.fleet.report.status_doc).
+`--json` prints the stable `dflash-console/status/1` document (console.fleet.report.status_doc). A plain
+`status` asks each host once (one remote command after the connect, hosts in parallel: console.fleet.oneshot);
+`--watch`, and a fleet with routers, run the controller.
 Exit 0, or 3 when a host is unreachable (its row still shows why).
 """
 
@@ -17,7 +19,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the command runs, not for `--help`
     from collections.abc import Callable
 
+    from console.config import Fleet
     from console.fleet.controller import FleetController
+    from console.fleet.state import FleetState
     from console.router.manager import RouterManager
 
 
@@ -84,6 +88,52 @@ async def first_look(ctl: FleetController, wait_s: float) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.config import load_fleet
+    from console.fleet.report import run_async
+
+    fleet = load_fleet(args.hosts)
+    if args.watch or fleet.routers:  # a stream of pictures, or routers (their manager needs a controller)
+        return run_with_controller(args, fleet)
+    return run_async(run_once(args, fleet))
+
+
+async def run_once(args: argparse.Namespace, fleet: Fleet) -> int:
+    """Plain `status` / `status --json`: every host at once, one remote command each (console.fleet.oneshot); a
+    host whose Python cannot run the agent gets the controller's first look instead."""
+    from console.fleet.oneshot import look_once
+    from console.fleet.report import EXIT_OK, EXIT_UNREACHABLE, status_doc
+    from console.remote_text import for_json
+
+    t0 = time.monotonic()
+    state, fallback = await look_once(fleet, args.wait)
+    if fallback:
+        await _first_look_of(fleet, fallback, state, max(1.0, args.wait - (time.monotonic() - t0)))
+    doc = status_doc(state)
+    if args.json:
+        print(json.dumps(for_json(doc), indent=2), flush=True)
+    else:
+        print(render(doc), flush=True)
+    return EXIT_UNREACHABLE if any(h["state"] != "up" for h in doc["hosts"]) else EXIT_OK
+
+
+async def _first_look_of(fleet: Fleet, hosts: list[str], state: FleetState, wait_s: float) -> None:
+    """The controller path for `hosts` (today: no Python there to run the agent), its picture moved into `state`."""
+    from console.fleet.controller import FleetController
+    from console.fleet.report import _wait_host
+
+    ctl = FleetController(fleet)
+    await ctl.start(hosts)
+    try:
+        await asyncio.gather(*(_wait_host(ctl, h, wait_s) for h in hosts))
+        await first_look(ctl, wait_s)
+    finally:
+        await ctl.close()
+    for h in hosts:
+        state.hosts[h] = ctl.state.hosts[h]
+    state.servers.update({n: s for n, s in ctl.state.servers.items() if s.meta.host in hosts})
+
+
+def run_with_controller(args: argparse.Namespace, fleet: Fleet) -> int:
     from console.fleet.report import EXIT_OK, EXIT_UNREACHABLE, run_async, session, status_doc
     from console.remote_text import for_json
 
@@ -121,4 +171,4 @@ def run(args: argparse.Namespace) -> int:
                 return EXIT_UNREACHABLE if any(h["state"] != "up" for h in doc["hosts"]) else EXIT_OK
             await asyncio.sleep(2)
 
-    return run_async(session(args, None, body, wait_s=args.wait))
+    return run_async(session(args, None, body, wait_s=args.wait, fleet=fleet))

@@ -23,37 +23,41 @@ import os, re, sys, time, shlex, subprocess
 out = sys.stdout.buffer
 def w(b):
     out.write(b); out.flush()
+def proc_rows():
+    """(pid, ppid, sid, args) of every live process: /proc where there is one, else ps."""
+    rows = []
+    if os.path.isdir("/proc/self"):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open("/proc/" + name + "/stat", "rb") as f:
+                    st = f.read().decode("utf-8", "replace")
+                with open("/proc/" + name + "/cmdline", "rb") as f:
+                    cl = f.read()
+            except OSError:
+                continue
+            r = st.rfind(")")
+            fields = st[r + 2:].split()
+            if len(fields) < 4 or fields[0] in ("Z", "X"):
+                continue  # a zombie (an unreaped dead rank) is no running server
+            args = cl.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
+            if not args:
+                args = "[" + st[st.find("(") + 1:r] + "]"
+            rows.append((int(name), int(fields[1]), int(fields[3]), args.replace("\n", " ")))
+    else:
+        p = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,sid=,args="], capture_output=True, text=True,
+                           errors="replace")
+        for ln in p.stdout.splitlines():
+            parts = ln.split(None, 3)
+            if len(parts) >= 3 and all(x.isdigit() for x in parts[:3]):
+                rows.append((int(parts[0]), int(parts[1]), int(parts[2]), parts[3] if len(parts) > 3 else ""))
+    return rows
 def procs_mode(interval, apps_every, apps_cmd, pattern, fast_every):
     rx = re.compile(pattern)
-    have_proc = os.path.isdir("/proc/self")
     last_apps = 0.0; last_sids = None; backoff_until = 0.0; fast_until = 0.0; last_text = None; same = 0
     while True:
-        rows = []
-        if have_proc:
-            for name in os.listdir("/proc"):
-                if not name.isdigit():
-                    continue
-                try:
-                    with open("/proc/" + name + "/stat", "rb") as f:
-                        st = f.read().decode("utf-8", "replace")
-                    with open("/proc/" + name + "/cmdline", "rb") as f:
-                        cl = f.read()
-                except OSError:
-                    continue
-                r = st.rfind(")")
-                fields = st[r + 2:].split()
-                if len(fields) < 4 or fields[0] in ("Z", "X"):
-                    continue  # a zombie (an unreaped dead rank) is no running server
-                args = cl.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
-                if not args:
-                    args = "[" + st[st.find("(") + 1:r] + "]"
-                rows.append((int(name), int(fields[1]), int(fields[3]), args.replace("\n", " ")))
-        else:
-            p = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,sid=,args="], capture_output=True, text=True)
-            for ln in p.stdout.splitlines():
-                parts = ln.split(None, 3)
-                if len(parts) >= 3 and all(x.isdigit() for x in parts[:3]):
-                    rows.append((int(parts[0]), int(parts[1]), int(parts[2]), parts[3] if len(parts) > 3 else ""))
+        rows = proc_rows()
         keep = {sid for pid, ppid, sid, args in rows if rx.search(args)}
         mine = [r for r in rows if r[2] in keep]
         body = "".join("%d %d %d %s\n" % r for r in mine)
@@ -118,9 +122,162 @@ def tail_mode(pairs, max_frame, gap):
         idle += 0.01
         if idle >= 1.0:
             w(b"==> hb\n"); idle = 0.0
+def oneshot_mode(cfg):
+    """Everything `status` needs, in one exec: the GPU query and compute apps (run at once, in the background),
+    the re-attach listing and the SGLang sessions, the logs of the servers it lists, and /health of every server
+    port asked here on the host (all ports at once, each within the deadline). Sections are `==> NAME {json}`
+    lines each followed by exactly `n` bytes of valid UTF-8 and a newline; `==> end` closes a complete answer."""
+    import glob, json, threading, urllib.error, urllib.request
+    parts = []
+    def sect(name, text, **head):
+        b = text.encode("utf-8", "replace")
+        head["n"] = len(b)
+        parts.append(("==> %s %s\n" % (name, json.dumps(head))).encode() + b + b"\n")
+    def start(cmd):
+        try:
+            return subprocess.Popen(shlex.split(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT)
+        except OSError as e:
+            return e
+    t0 = time.monotonic()
+    smi = [(k, start(cfg[k])) for k in ("gpu", "apps")]
+    rx = re.compile(cfg["pattern"]); main_rx = re.compile(cfg["main"])
+    rows = proc_rows()
+    keep = {sid for pid, ppid, sid, args in rows if rx.search(args)}
+    mine = [r for r in rows if r[2] in keep]
+    def num(v):
+        try:
+            return int(v) if v is not None and not isinstance(v, bool) else None
+        except (TypeError, ValueError):
+            return None
+    def alive(d):
+        sid, pid = num(d.get("sid")), num(d.get("pid"))
+        return any(((sid is not None and r[2] == sid) or (pid is not None and r[0] == pid)) and rx.search(r[3])
+                   for r in mine)
+    listing, metas = [], []
+    mmax = int(cfg["meta_max"])
+    servers = os.path.expanduser(cfg["servers"])
+    for m in sorted(glob.glob(os.path.join(glob.escape(servers), "*", "meta.json"))):
+        try:
+            with open(m, "rb") as f:
+                text = f.read(mmax).decode("utf-8", "replace").replace("\n", "")
+        except OSError:
+            continue
+        listing.append("==> meta\n" + text + "\n")
+        try:
+            h = os.path.join(os.path.dirname(m), "history.jsonl")
+            with open(h, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                f.seek(max(0, size - 20 * mmax))
+                tail = f.read().decode("utf-8", "replace").splitlines()[-20:]
+            listing.append("==> hist\n" + "\n".join(tail) + "\n")
+        except OSError:
+            pass
+        try:
+            d = json.loads(text)
+        except Exception:
+            continue  # not JSON (or nested too deep): the console skips it too
+        if isinstance(d, dict):
+            metas.append(d)
+    sect("listing", "".join(listing) + "==> ps\n" + "".join("%d %d %d %s\n" % r for r in mine))
+    targets = {}
+    for d in metas:
+        port = num(d.get("port"))
+        if port is not None and alive(d):
+            bind = str(d.get("bind") or "127.0.0.1")
+            targets[("127.0.0.1" if bind in ("0.0.0.0", "::", "localhost") else bind, port)] = 1
+    for pid, ppid, sid, args in mine:
+        if main_rx.search(args):
+            try:
+                words = shlex.split(args)
+            except ValueError:
+                words = args.split()
+            port = 30000
+            for i, a in enumerate(words):
+                v = words[i + 1] if a == "--port" and i + 1 < len(words) else a[7:] if a.startswith("--port=") else None
+                if v is not None:
+                    port = int(v) if v.isdigit() else 30000
+                    break
+            targets[("127.0.0.1", port)] = 1
+    deadline, cap = float(cfg["health_deadline"]), int(cfg["health_max"])
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    answers = {}
+    def check(addr, port):
+        t = time.monotonic()
+        host = "[%s]" % addr if ":" in addr else addr
+        try:
+            try:
+                r = opener.open("http://%s:%d/health" % (host, port), timeout=deadline)
+            except urllib.error.HTTPError as e:
+                r = e
+            with r:
+                code = r.getcode()
+                body = r.read(cap + 1)
+            res = ("big", code) if len(body) > cap else ("http", code)
+        except urllib.error.URLError as e:
+            why = e.reason
+            res = ("timeout", 0) if "timed out" in str(why) else ("down", "ConnectError") \
+                if isinstance(why, OSError) else ("error", str(why))
+        except OSError as e:
+            res = ("timeout", 0) if "timed out" in str(e) else ("down", "ReadError")
+        except Exception as e:
+            res = ("down", "RemoteProtocolError") if type(e).__name__ in ("RemoteDisconnected", "BadStatusLine") \
+                else ("error", "%s: %s" % (type(e).__name__, e))
+        answers[(addr, port)] = res + ((time.monotonic() - t) * 1000,)
+    threads = [threading.Thread(target=check, args=k, daemon=True) for k in targets]
+    for th in threads:
+        th.start()
+    end = time.monotonic() + deadline
+    for th in threads:
+        th.join(max(0.0, end - time.monotonic()))
+    for (addr, port) in targets:
+        kind, what, ms = answers.get((addr, port), ("timeout", 0, deadline * 1000))
+        sect("health", str(what), addr=addr, port=port, kind=kind, ms=round(ms, 1))
+    for d in metas:
+        path = d.get("log_path")
+        if not isinstance(path, str) or not path:
+            continue
+        live = alive(d)
+        head = int(cfg["live_head"] if live else cfg["dead_head"])
+        try:
+            with open(os.path.expanduser(path), "rb") as f:
+                data = f.read(head)
+                size = os.fstat(f.fileno()).st_size
+                tail, off = b"", 0
+                if live and size > len(data):
+                    off = max(len(data), size - int(cfg["live_tail"]))
+                    f.seek(off)
+                    tail = f.read(size - off)
+                    if off > len(data):  # a gap: the head ends and the tail starts on whole lines
+                        cut = data.rfind(b"\n") + 1
+                        data = data[:cut] if cut else data
+                        nl = tail.find(b"\n") + 1
+                        off, tail = off + nl, tail[nl:]
+        except OSError:
+            continue
+        sect("log", data.decode("utf-8", "replace"), path=path, offset=0)
+        if tail:
+            sect("log", tail.decode("utf-8", "replace"), path=path, offset=off)
+    for k, p in smi:
+        if isinstance(p, OSError):
+            exe = (shlex.split(cfg[k]) or ["?"])[0]
+            sect(k, "%s: not found" % exe if isinstance(p, FileNotFoundError) else "%s: %s" % (exe, p), rc=127)
+            continue
+        try:
+            text, _ = p.communicate(timeout=max(0.1, float(cfg["smi_timeout"]) - (time.monotonic() - t0)))
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            p.kill(); p.wait()
+            text, rc = b"", 124
+        sect(k, text[:1048576].decode("utf-8", "replace"), rc=rc, s=round(time.monotonic() - t0, 3))
+    parts.append(b"==> end {}\n")
+    w(b"".join(parts))
 try:
     mode = sys.argv[1]
-    if mode == "procs":
+    if mode == "oneshot":
+        import json
+        oneshot_mode(json.loads(sys.argv[2]))
+    elif mode == "procs":
         procs_mode(float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5],
                    float(sys.argv[6]) if len(sys.argv) > 6 else 3.0)
     else:

@@ -19,15 +19,12 @@ from console.fleet import actions, discovery, liveness, recheck
 from console.fleet.api import ActionOutcome, LaunchPreview, Listener
 from console.fleet.changes import Changes
 from console.fleet.events import (
+    HEALTH_OF_CODE,
     Event,
     HealthResult,
-    HealthStatus,
-    HostDown,
-    HostUp,
     LogData,
     MetricsSample,
     ProcessSample,
-    ServerAction,
     ServerAlive,
     ServerGone,
     ServerMeta,
@@ -35,7 +32,7 @@ from console.fleet.events import (
     TelemetryError,
 )
 from console.fleet.hostlink import HostLink
-from console.fleet.journal import Journal
+from console.fleet.journal import Journal, journal_event
 from console.fleet.journalview import operation
 from console.fleet.monitor import ProcFrame, external_meta, gpus_of_session, sglang_mains
 from console.fleet.state import FleetState
@@ -57,8 +54,6 @@ HEALTH_EVERY_S = 1.0
 HEALTH_READY_EVERY_S = 4.0
 """Under the pool's 4.5 s keep-alive, so a ready server's polls reuse one connection (one forward channel)."""
 METRICS_EVERY_S = 5.0
-HEALTH_OF_CODE: dict[int, HealthStatus] = {200: "ok", 503: "warming", 401: "unauthorized"}
-"""/health's HTTP status as the console reads it; any other code is "error"."""
 
 
 class FleetController:
@@ -130,22 +125,7 @@ class FleetController:
             asyncio.get_running_loop().call_later(TAIL_AFTER_GONE_S, drop)
 
     def _journal(self, ev: Event) -> None:
-        j = self.journal
-        if isinstance(ev, ServerAction):
-            j.event(ev.action, server=ev.server, ok=ev.ok, message=ev.message)
-        elif isinstance(ev, ServerGone):
-            j.event("found-ended" if ev.found_ended else "gone", server=ev.server, ok=True,
-                    exit_status=ev.exit_status, signal=ev.signal)
-        elif isinstance(ev, ServerAlive):
-            j.event("alive-again", server=ev.server, ok=True, message="called ended, but its session is running")
-        elif isinstance(ev, ServerSeen) and ev.meta.launch_id not in self._seen_ids:
-            self._seen_ids.add(ev.meta.launch_id)
-            j.event("seen", server=ev.meta.name, host=ev.meta.host, ok=True, managed=ev.meta.managed,
-                    alive=ev.alive, pid=ev.meta.pid, log_path=ev.meta.log_path)
-        elif isinstance(ev, HostUp):
-            j.event("host-up", host=ev.host)
-        elif isinstance(ev, HostDown):
-            j.event("host-down", host=ev.host, ok=False, message=ev.error)
+        journal_event(self.journal, ev, self._seen_ids)
 
     async def start(self, hosts: list[str] | None = None) -> None:
         """Connect every host (or only `hosts`, for one-shot CLI commands); returns at once."""

@@ -14,6 +14,8 @@ from console.gpu.readings import ComputeApp, GpuReading
 
 HostConn = Literal["connecting", "up", "down"]
 HealthStatus = Literal["ok", "warming", "down", "unauthorized", "error"]
+HEALTH_OF_CODE: dict[int, HealthStatus] = {200: "ok", 503: "warming", 401: "unauthorized"}
+"""/health's HTTP status as the console reads it; any other code is "error"."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.config import user_state_dir
 from console.fleet.journalview import command_name, compact, current_op, one_line
@@ -27,6 +27,9 @@ from console.masking import (  # noqa: F401
 )
 from console.remote_text import for_terminal
 from console.transport.base import CommandResult
+
+if TYPE_CHECKING:
+    from console.fleet.events import Event
 
 
 def journal_path() -> Path:
@@ -95,3 +98,24 @@ def format_record(rec: dict[str, Any]) -> str:
     ok = "ok" if rec.get("ok", True) else "FAILED"
     who = rec.get("server") or rec.get("host") or ""
     return mask(f"{t}  {who}  {rec.get('action')} {ok}" + (f": {rec['message']}" if rec.get("message") else ""))
+
+
+def journal_event(j: Journal, ev: Event, seen_ids: set[str]) -> None:
+    """The lifecycle record an applied event makes, if any (a launch is recorded `seen` once per `seen_ids`)."""
+    from console.fleet.events import HostDown, HostUp, ServerAction, ServerAlive, ServerGone, ServerSeen
+
+    if isinstance(ev, ServerAction):
+        j.event(ev.action, server=ev.server, ok=ev.ok, message=ev.message)
+    elif isinstance(ev, ServerGone):
+        j.event("found-ended" if ev.found_ended else "gone", server=ev.server, ok=True,
+                exit_status=ev.exit_status, signal=ev.signal)
+    elif isinstance(ev, ServerAlive):
+        j.event("alive-again", server=ev.server, ok=True, message="called ended, but its session is running")
+    elif isinstance(ev, ServerSeen) and ev.meta.launch_id not in seen_ids:
+        seen_ids.add(ev.meta.launch_id)
+        j.event("seen", server=ev.meta.name, host=ev.meta.host, ok=True, managed=ev.meta.managed,
+                alive=ev.alive, pid=ev.meta.pid, log_path=ev.meta.log_path)
+    elif isinstance(ev, HostUp):
+        j.event("host-up", host=ev.host)
+    elif isinstance(ev, HostDown):
+        j.event("host-down", host=ev.host, ok=False, message=ev.error)

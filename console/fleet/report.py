@@ -10,14 +10,16 @@ import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.config import Fleet, load_fleet
-from console.fleet.controller import FleetController
 from console.fleet.journal import mask
 from console.fleet.journalview import operation
 from console.fleet.state import FleetState, ServerState
 from console.sglang.phase import Phase
+
+if TYPE_CHECKING:  # the controller (httpx) is imported by the commands that start one, not by one-shot `status`
+    from console.fleet.controller import FleetController
 
 SCHEMA = "dflash-console/status/1"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -110,6 +112,8 @@ async def session(args: argparse.Namespace, hosts: list[str] | None,
                   body: Callable[[FleetController], Awaitable[int]], *, wait_s: float = 12.0,
                   fleet: Fleet | None = None) -> int:
     """Start a controller on `hosts`, wait for them (exit 3 naming the host if unreachable), run body."""
+    from console.fleet.controller import FleetController
+
     fleet = fleet or load_fleet(args.hosts)
     ctl = FleetController(fleet, read_only=bool(getattr(args, "read_only", False)))
     await ctl.start(hosts)
