@@ -4,7 +4,8 @@ Baselines, run interleaved with the console in the same rounds so a busy machine
 `python -c pass` (the interpreter alone) for `--help`, and the sim host's `nvidia-smi` stand-in
 followed by `python -c pass` (what `ssh host nvidia-smi` costs without the SSH) for `status --json`.
 `--tree DIR` also times another checkout (e.g. `git worktree add /tmp/old HEAD~3`) in the same rounds,
-for a before/after. The import profile (`python -X importtime`) names what `--help` loads.
+for a before/after. The sim fleet has a router, which `status` reads through the controller; `status --json,
+no routers` is the same host without it (one remote command, console.fleet.oneshot). The import profile (`python -X importtime`) names what `--help` loads.
 Targets: `--help` within +300 ms of the interpreter; `status --json` within +1.0 s of the baseline.
 """
 
@@ -63,6 +64,9 @@ def run(args: argparse.Namespace) -> Result:
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="bench8-") as d:
         toml = sim_up(d, hosts=("blackwell",))
+        text = Path(toml).read_text()
+        plain = Path(d) / "no-routers.toml"
+        plain.write_text(text[:text.index("[routers.")] if "[routers." in text else text)
         smi = Path(d) / "blackwell" / "bin" / "nvidia-smi"
         try:
             cmds: dict[str, tuple[list[str], Path]] = {
@@ -71,12 +75,15 @@ def run(args: argparse.Namespace) -> Result:
                                                          ROOT),
                 "--help": ([py, "-m", "console", "--help"], ROOT),
                 "status --json": ([py, "-m", "console", "--hosts", str(toml), "status", "--json"], ROOT),
+                "status --json, no routers": ([py, "-m", "console", "--hosts", str(plain), "status", "--json"], ROOT),
             }
             if args.tree:
                 tree = Path(args.tree).resolve()
                 cmds["--help (tree)"] = ([py, "-m", "console", "--help"], tree)
                 cmds["status --json (tree)"] = ([py, "-m", "console", "--hosts", str(toml), "status", "--json"],
                                                 tree)
+                cmds["status --json, no routers (tree)"] = ([py, "-m", "console", "--hosts", str(plain), "status",
+                                                             "--json"], tree)
             for argv, cwd in cmds.values():  # warm: bytecode written, page cache filled, for each side alike
                 timed(argv, cwd)
             times: dict[str, list[float]] = {k: [] for k in cmds}
@@ -95,7 +102,8 @@ def run(args: argparse.Namespace) -> Result:
     status_extra = med["status --json"] - med["nvidia-smi stand-in + python -c pass"]
     figure = (f"--help {med['--help']:.2f} s (+{help_extra * 1000:.0f} ms over python), status --json "
               f"{med['status --json']:.2f} s (+{status_extra:.2f} s over nvidia-smi+python, "
-              f"{med['status --json'] / med['nvidia-smi stand-in + python -c pass']:.1f}x)")
+              f"{med['status --json'] / med['nvidia-smi stand-in + python -c pass']:.1f}x; "
+              f"{med['status --json, no routers']:.2f} s without the router)")
     ok = help_extra <= HELP_EXTRA_S and status_extra <= STATUS_EXTRA_S
     return Result("8 CLI start-up", figure, f"--help <= python +{HELP_EXTRA_S * 1000:.0f} ms, status --json <= "
                   f"baseline +{STATUS_EXTRA_S:.1f} s", ok, detail, f"{args.repeat} interleaved rounds")

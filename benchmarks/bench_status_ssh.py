@@ -4,7 +4,8 @@ N sim hosts, each behind its own OpenSSH sshd (benchmarks.harness.ssh_sim_fleet)
 launched on each, so status has GPUs to join, servers to re-attach and /health to ask through the
 SSH tunnel. The baseline is what a shell script would do: `ssh host nvidia-smi --query-gpu=...` to
 every host in parallel (fresh connections, like status's). Interleaved rounds, so a busy machine
-loads both alike. Target: status within baseline + 1.0 s.
+loads both alike. `--tree DIR` also times another checkout's `status --json` in the same rounds (e.g.
+`git worktree add /tmp/old HEAD~1`), for a before/after. Target: status within baseline + 1.0 s.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from benchmarks.bench_console_cpu import launch
 from benchmarks.common import ROOT, Result, bench_parser, report
@@ -32,11 +34,11 @@ def ssh_argv(host: object) -> list[str]:
             QUERY]
 
 
-def timed_parallel(argvs: list[list[str]]) -> float:
+def timed_parallel(argvs: list[list[str]], cwd: Path = ROOT) -> float:
     """Wall seconds until every command finished (all started at once); a failure is an error."""
     t0 = time.perf_counter()
-    ps = [subprocess.Popen(a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
-                           env=dict(os.environ, PYTHONPATH=str(ROOT))) for a in argvs]
+    ps = [subprocess.Popen(a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd,
+                           env=dict(os.environ, PYTHONPATH=str(cwd))) for a in argvs]
     errs = [p.communicate(timeout=120)[1] for p in ps]
     dt = time.perf_counter() - t0
     bad = [(p.returncode, e.decode()[-300:]) for p, e in zip(ps, errs, strict=True) if p.returncode not in (0,)]
@@ -51,11 +53,16 @@ def run(args: argparse.Namespace) -> Result:
         hosts = list(fleet.hosts.values())  # type: ignore[attr-defined]
         base = [ssh_argv(h) for h in hosts]
         status = [[sys.executable, "-m", "console", "--hosts", str(toml), "status", "--json"]]
+        tree = Path(args.tree).resolve() if args.tree else None
         timed_parallel(base), timed_parallel(status)  # warm: page cache, bytecode, sshd's first fork
-        tb, ts = [], []
+        if tree is not None:
+            timed_parallel(status, tree)
+        tb, ts, tt = [], [], []
         for _ in range(args.repeat):
             tb.append(timed_parallel(base))
             ts.append(timed_parallel(status))
+            if tree is not None:
+                tt.append(timed_parallel(status, tree))
         out = subprocess.run(status[0], capture_output=True, text=True, cwd=ROOT, timeout=120).stdout
     mb, ms = statistics.median(tb), statistics.median(ts)
     import json
@@ -69,6 +76,9 @@ def run(args: argparse.Namespace) -> Result:
                                  "status --json median (s)": round(ms, 3),
                                  "max (s)": {"ssh": round(max(tb), 3), "status": round(max(ts), 3)},
                                  "the last status saw": seen}
+    if tt:
+        detail[f"status --json of {args.tree} median (s)"] = round(statistics.median(tt), 3)
+        detail["max (s)"]["tree"] = round(max(tt), 3)  # type: ignore[index]
     ok = ms - mb <= EXTRA_S and seen["hosts up"] == args.hosts and seen["servers with /health ok"] == len(names)
     return Result("8b status --json over sshd", f"{ms:.2f} s for {args.hosts} hosts vs {mb:.2f} s for ssh+nvidia-smi "
                   f"(+{ms - mb:.2f} s)", f"<= baseline +{EXTRA_S:.1f} s, every host and server seen", ok, detail,
@@ -79,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = bench_parser(__doc__)
     ap.add_argument("--hosts", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--tree", metavar="DIR", help="another checkout whose status --json to time in the same rounds")
     return report(run, ap.parse_args(argv))
 
 

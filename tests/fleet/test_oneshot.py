@@ -356,3 +356,42 @@ def test_status_over_sshd_is_one_exec_per_host(sim_ssh, ssh_host_factory, tmp_pa
     assert counts["onehost"] == {"connect": 1, "run": 1, "stream": 0, "forward": 0}
     assert counts["gonehost"]["run"] == 0 and state.hosts["gonehost"].conn == "down"
     assert state.servers[name].health == "ok"
+
+
+class _FakeTransport:
+    """Connects, then its one exec fails (a wedged host) or answers what it is given."""
+
+    def __init__(self, stdout: str | None) -> None:
+        self.stdout, self.closed = stdout, False
+
+    async def connect(self) -> None:
+        pass
+
+    async def run(self, command: str, **kw: Any) -> Any:
+        from console.transport.base import CommandResult, TransportError
+
+        if self.stdout is None:
+            raise TransportError("box", "timed out after 19s", command)
+        return CommandResult("box", command, 127, self.stdout, "", 0.1)
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+async def test_a_failed_exec_names_host_and_command_and_no_python_asks_for_the_fallback() -> None:
+    fleet = parse_fleet('[hosts.box]\ntransport = "local"\npython = "/opt/venv/bin/python3"\n', "t.toml")
+    made: list[_FakeTransport] = []
+
+    def factory(stdout: str | None) -> Any:
+        def make(n: str, h: Any, hook: Any) -> _FakeTransport:
+            made.append(_FakeTransport(stdout))
+            return made[-1]
+        return make
+
+    state, fallback = await look_once(fleet, 5.0, factory=factory(None))
+    h = state.hosts["box"]
+    assert fallback == [] and h.conn == "down"
+    assert h.last_error == "box: `/opt/venv/bin/python3 -c <agent> oneshot`: timed out after 19s"
+    state, fallback = await look_once(fleet, 5.0, factory=factory(""))  # sh: exec: python3: not found
+    assert fallback == ["box"] and state.hosts["box"].conn == "up"
+    assert all(t.closed for t in made)
