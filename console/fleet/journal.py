@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from console.config import user_state_dir
+from console.fleet.events import HostDown, HostUp, LogData, ServerAction, ServerAlive, ServerGone, ServerSeen
 from console.fleet.journalview import command_name, compact, current_op, one_line
 
 # the masking lives in console.masking (one function for every output path); re-exported for old importers
@@ -102,8 +103,8 @@ def format_record(rec: dict[str, Any]) -> str:
 
 def journal_event(j: Journal, ev: Event, seen_ids: set[str]) -> None:
     """The lifecycle record an applied event makes, if any (a launch is recorded `seen` once per `seen_ids`)."""
-    from console.fleet.events import HostDown, HostUp, ServerAction, ServerAlive, ServerGone, ServerSeen
-
+    if isinstance(ev, LogData):
+        return  # most events by far (a log flood sends hundreds of batches a second); never a record
     if isinstance(ev, ServerAction):
         j.event(ev.action, server=ev.server, ok=ev.ok, message=ev.message)
     elif isinstance(ev, ServerGone):

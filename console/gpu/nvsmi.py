@@ -43,11 +43,12 @@ def _cells(line: str) -> list[str]:
 
 def _clean(v: str) -> str | None:
     v = v.strip()
-    if v.lower() in _NA:
+    if not v or (v[0] in "[nNuU" and v.lower() in _NA):  # figures (most cells) start with a digit
         return None
-    for u in _UNITS:
-        if v.endswith(u):
-            return v[: -len(u)].strip()
+    if v.endswith(_UNITS):  # only without `nounits`
+        for u in _UNITS:
+            if v.endswith(u):
+                return v[: -len(u)].strip()
     return v
 
 
@@ -55,6 +56,8 @@ def _int(v: str) -> int | None:
     c = _clean(v)
     if c is None:
         return None
+    if c.isdigit():
+        return int(c)
     try:
         return int(float(c))
     except ValueError:

@@ -18,7 +18,7 @@ from textual.worker import Worker, WorkerState
 from console.config import Fleet
 from console.fleet.api import FleetApi
 from console.fleet.changes import Changes
-from console.fleet.events import Event, Notice, NoticeKind
+from console.fleet.events import Event, GpuSample, Notice, NoticeKind
 from console.fleet.state import FleetState, ServerState, ready_notice
 from console.remote_text import for_terminal
 from console.sglang.phase import Phase
@@ -171,17 +171,24 @@ class DflashApp(ActionsMixin, App[int]):
             self._dirty_hosts |= changes.hosts  # a removed server's host too: the state names it
         if changes.urgent:
             self._urgent = True  # a launch, stop, crash or host change is shown at once, not coalesced
-        gpus = sum(len(h.gpus) for h in self.state.hosts.values())
-        if gpus != self._gpus_drawn:  # GPUs appeared (a host's first sample): new panes now, not 0.5 s later
-            self._gpus_drawn = gpus
-            self._urgent = True
-        if not self._change_posted:
+        if any(isinstance(e, GpuSample) for e in events):
+            gpus = sum(len(h.gpus) for h in self.state.hosts.values())
+            if gpus != self._gpus_drawn:  # GPUs appeared (a host's first sample): new panes now, not 1 s later
+                self._gpus_drawn = gpus
+                self._urgent = True
+        if not self._change_posted and (self._urgent or not self._sync_pending or self._live_log_on_top()):
+            # with a repaint already scheduled, the dirty hosts above are all it needs: a message per batch
+            # (hundreds a second in a flood) was Textual dispatch work that changed nothing
             self._change_posted = True
             self.post_message(FleetChanged())
         for n in changes.notices:
             self.toast(n)
             if n.server and n.kind is NoticeKind.READY:
                 self._told_ready.add(n.server)
+
+    def _live_log_on_top(self) -> bool:
+        """The screen on top shows a live log (it pulls on every batch, not on the coalesced repaint)."""
+        return bool(self.screen_stack) and getattr(self.screen_stack[-1], "pull_soon", None) is not None
 
     def _ready_fallback(self) -> None:
         """Toasts 'is ready' when a server went from starting straight to serving without a notice (per sync)."""
