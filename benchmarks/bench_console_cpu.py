@@ -42,11 +42,14 @@ def panes_on_screen(screen: str) -> int:
     return len(PANE_TITLE.findall(screen))
 
 
-async def launch(fleet: object, per_host: int) -> tuple[object, list[str], list[str]]:
+async def launch(fleet: object, per_host: int, poll_ms: int = 500) -> tuple[object, list[str], list[str]]:
+    """`poll_ms`: the telemetry interval in the console's hosts.toml (the test fleets' 500 ms: twice the samples
+    of the console's default 1000 ms)."""
     from console.config import load_fleet
     from console.fleet.controller import FleetController
 
     toml = fleet.toml(presets_toml(fleet, per_host))  # type: ignore[attr-defined]
+    toml.write_text(toml.read_text().replace("poll_ms = 500\n", f"poll_ms = {poll_ms}\n", 1))
     ctl = FleetController(load_fleet(toml))
     await ctl.start()
     try:
@@ -67,7 +70,7 @@ def window(pid: int, seconds: float) -> float:
 
 def run(args: argparse.Namespace) -> Result:
     with ssh_sim_fleet(args.hosts) as fleet:
-        toml, names, paths = asyncio.run(launch(fleet, args.servers_per_host))
+        toml, names, paths = asyncio.run(launch(fleet, args.servers_per_host, args.poll_ms))
         con = TmuxConsole(toml, size=(args.cols, args.rows), profile=args.profile,  # type: ignore[arg-type]
                           entry=args.entry).start()
         try:
@@ -92,7 +95,7 @@ def run(args: argparse.Namespace) -> Result:
         finally:
             con.stop()
     gpus = args.hosts * 8
-    detail = {"hosts": args.hosts, "servers": len(names), "lines/s per server": args.rate,
+    detail = {"hosts": args.hosts, "servers": len(names), "lines/s per server": args.rate, "poll_ms": args.poll_ms,
               "terminal": f"{args.cols}x{args.rows}", "GPU panes on screen": f"{shown} of {gpus}",
               "window (s)": args.seconds, "start-up settle windows (%)": settle,
               "console CPU after the logging stopped (% of a core)": round(idle, 1),
@@ -109,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hosts", type=int, default=8)
     ap.add_argument("--servers-per-host", type=int, default=2)
     ap.add_argument("--rate", type=float, default=50.0, help="lines/s per server")
+    ap.add_argument("--poll-ms", type=int, default=500,
+                    help="telemetry interval in hosts.toml (default 500: the test fleet's; the console's own is 1000)")
     ap.add_argument("--cols", type=int, default=300, help="terminal columns (default 300: 8 panes a row)")
     ap.add_argument("--rows", type=int, default=90, help="terminal rows (default 90: 8 host rows of panes)")
     ap.add_argument("--screen", metavar="PATH", help="save the fleet screen as tmux shows it (to check the panes)")
