@@ -83,6 +83,8 @@ class DflashApp(ActionsMixin, App[int]):
         self._empty = FleetState()
         self._phases: dict[str, Phase] = {}
         self._last_sync = 0.0
+        self._behind: set[Screen[Any]] = set()
+        """Screens skipped by syncs while an opaque screen covered them."""
         self._sync_pending = False
         self._change_posted = False
         self._urgent = False
@@ -251,14 +253,34 @@ class DflashApp(ActionsMixin, App[int]):
         for screen in self.screen_stack:
             if not screen.is_attached:
                 continue
-            try:
-                partial = getattr(screen, "sync_hosts", None)
-                if partial is not None:
-                    partial(hosts)
-                elif (sync := getattr(screen, "sync", None)) is not None:
-                    sync()
-            except NoMatches:  # a screen being torn down between two ticks
-                pass
+            if self._covered(screen):
+                self._behind.add(screen)  # synced in full when it is on screen again (catch_up_screen)
+                continue
+            self._sync_one(screen, None if screen in self._behind else hosts)
+            self._behind.discard(screen)
+
+    def _covered(self, screen: Screen[Any]) -> bool:
+        """An opaque screen is above it. Syncing it anyway was not free: Textual repaints the top screen over any
+        region a screen below it redraws (the fleet's panes under a server screen, every second)."""
+        stack = self.screen_stack
+        above = stack[stack.index(screen) + 1:] if screen in stack else []
+        return any(s.styles.background.a == 1 for s in above)
+
+    def _sync_one(self, screen: Screen[Any], hosts: set[str] | None) -> None:
+        try:
+            partial = getattr(screen, "sync_hosts", None)
+            if partial is not None:
+                partial(hosts)
+            elif (sync := getattr(screen, "sync", None)) is not None:
+                sync()
+        except NoMatches:  # a screen being torn down between two ticks
+            pass
+
+    def catch_up_screen(self, screen: Screen[Any]) -> None:
+        """A screen on top again (its ScreenResume) that missed syncs while covered: a full one before its frame."""
+        if screen in self._behind and screen.is_attached and not self._covered(screen):
+            self._behind.discard(screen)
+            self._sync_one(screen, None)
 
     # -- selection -----------------------------------------------------------------------
     def selected_server(self) -> ServerState | None:

@@ -3,6 +3,8 @@ row a full render of the pane gives (a stale cached row would show an old figure
 
 from __future__ import annotations
 
+from rich.style import Style as RichStyle
+from textual.strip import Strip
 from textual.visual import Visual, visualize
 
 from console.fleet.events import GpuSample
@@ -10,15 +12,29 @@ from console.ui.widgets.gpu_pane import GpuPane
 from tests.ui.fakes import A6000, NOW, FakeApi, gpu, scenario
 
 
+def cells(strip: Strip, y: int, width: int, pad: RichStyle) -> list[tuple[str, object]]:
+    """What a row puts on screen, cell by cell (segment boundaries aside; Textual pads a short row with the
+    base style), each cell's style without its selection offset, which is checked to be that cell's place."""
+    out: list[tuple[str, object]] = []
+    for seg in strip.extend_cell_length(width, pad):
+        style = seg.style or RichStyle()
+        offset = style.meta.get("offset")
+        assert offset is None or offset == (len(out), y), f"row {y}: a segment's selection offset is wrong"
+        out += [(ch, style.clear_meta_and_links()) for ch in seg.text]
+    return out
+
+
 def rows_served(pane: GpuPane) -> list[list[tuple[str, object]]]:
-    return [[(s.text, s.style) for s in pane.render_line(y)] for y in range(pane.size.height)]
+    w, pad = pane.size.width, pane.visual_style.rich_style
+    return [cells(pane.render_line(y), y, w, pad) for y in range(pane.size.height)]
 
 
 def rows_fresh(pane: GpuPane) -> list[list[tuple[str, object]]]:
-    w, h = pane.size
+    """Textual's own render of the whole pane (`render()` through Visual.to_strips)."""
+    (w, h), pad = pane.size, pane.visual_style.rich_style
     strips = Visual.to_strips(pane, visualize(pane, pane.render()), w, h, pane.visual_style)
     strips += [None] * (h - len(strips))  # type: ignore[list-item]
-    return [[(s.text, s.style) for s in (st.apply_offsets(0, y) if st is not None else pane.render_line(y))]
+    return [cells(st.apply_offsets(0, y) if st is not None else pane.render_line(y), y, w, pad)
             for y, st in enumerate(strips)]
 
 

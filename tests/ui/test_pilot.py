@@ -490,3 +490,28 @@ async def test_the_ticks_full_sync_shares_the_repaint_budget_with_event_syncs(ma
         assert calls == [] and app._sync_pending  # not now: within the budget of the last sync
         await until(pilot, lambda: calls, "the tick's deferred sync", SYNC_MIN_S + 2)
         assert calls[0] is None  # and it is a full one (every host: ages move everywhere)
+
+
+async def test_the_fleet_under_a_server_screen_waits_and_catches_up_when_shown(make_app) -> None:  # type: ignore[no-untyped-def]
+    """A covered fleet screen is not synced (Textual repaints the top screen over every region a screen below
+    redraws); back on top it is synced in full before its first frame."""
+    from console.fleet.events import GpuSample
+    from tests.ui.fakes import A6000, gpu
+
+    api = FakeApi(scenario(crashed=False))
+    app = make_app(api)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await until(pilot, lambda: app.screen.query(GpuPane), "the panes", 5)
+        fleet = app.screen
+        pane = next(p for p in fleet.query(GpuPane) if (p.host, p.gpu) == ("ct129", 0))
+        await until(pilot, lambda: pane.view is not None, "the pane drawn", 5)
+        app.open_server(SERVING)
+        await until(pilot, lambda: isinstance(app.screen, ServerScreen), "the server screen", 5)
+        api.emit(GpuSample("ct129", NOW, (gpu(0, A6000, 44_210, 49_140, 3, 40, 99.0, 300),
+                                          gpu(1, A6000, 44_198, 49_140, 3, 40, 99.0, 300))))
+        app._sync_screens()
+        assert fleet in app._behind and pane.view is not None and pane.view.util_pct == 87  # not synced under it
+        app._sync_screens = lambda: None  # type: ignore[method-assign]  # from here only the resume can sync it
+        await pilot.press("escape")
+        await until(pilot, lambda: pane.view is not None and pane.view.util_pct == 3, "the pane caught up", 5)
+        assert app.screen is fleet and fleet not in app._behind

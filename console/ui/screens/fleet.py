@@ -157,6 +157,9 @@ class FleetScreen(ServerKeys, Screen):
     def on_mount(self) -> None:
         self.sync()
 
+    def on_screen_resume(self) -> None:
+        console_app(self).catch_up_screen(self)  # the syncs it missed under a server or help screen
+
     def host_names(self) -> list[str]:
         app = console_app(self)
         names = list(app.fleet.hosts)
