@@ -138,6 +138,11 @@ class ServerState:
         log.gpus = tuple(self.meta.gpus) if self.meta.managed else ()
         self.log = log
 
+    @property
+    def launched_here(self) -> bool:
+        """This console launched it (a launch or restart action): its readiness is news whenever it comes."""
+        return self.last_action.startswith("launch")
+
     def tell_once(self, what: str) -> bool:
         if what in self.told:
             return False
@@ -381,12 +386,14 @@ class FleetState:
         tp = s.log.gen_throughput
         if tp is not None and s.log.stats_changed:
             s.throughput_history.append(tp)
-        return self._phase_notices(s, before, after, ev.at)
+        # the first bytes of the file saying "fired up": a server ready before the console looked (re-attach,
+        # another console's launch), read from its log's start; that it is ready is shown, not announced
+        return self._phase_notices(s, before, after, ev.at, news=ev.offset > 0 or s.launched_here)
 
-    def _phase_notices(self, s: ServerState, before: Phase, after: Phase, at: float) -> list[Notice]:
+    def _phase_notices(self, s: ServerState, before: Phase, after: Phase, at: float, news: bool) -> list[Notice]:
         if before is after:
             return []
-        if after is Phase.READY and s.tell_once("ready"):
+        if after is Phase.READY and s.tell_once("ready") and news:
             return [ready_notice(s, at)]
         return []  # a crash is told when the process has ended and its log is read to the end (_server_gone)
 
@@ -400,11 +407,14 @@ class FleetState:
         s = self.servers.get(ev.server)
         if s is None or not s.alive:
             return []  # an answer that was in flight when the server ended says nothing now
-        before = s.phase
+        before, answered_before = s.phase, s.health_at is not None
         s.health, s.health_detail, s.health_at = ev.status, ev.detail, ev.at
         if ev.status == "ok":
             s.last_health_at = ev.at
-        if before is not Phase.READY and s.phase is Phase.READY and s.tell_once("ready"):
+        # ready at the first answer the console ever had: it was up before the console looked (not news); a
+        # launch is asked while it loads (refused, 503) and is told when its answer turns to 200
+        if (before is not Phase.READY and s.phase is Phase.READY and s.tell_once("ready")
+                and (answered_before or s.launched_here)):
             return [ready_notice(s, ev.at)]
         return []
 

@@ -137,6 +137,7 @@ def test_ready_and_crash_are_toasted_once():
     st = FleetState(["h"])
     st.apply(ServerSeen(meta(), 1.0))
     s = st.servers["p@h:gpu0-1"]
+    st.apply(HealthResult(s.name, 1.5, "down"))  # loading: refused
     assert [n.message for n in st.apply(HealthResult(s.name, 2.0, "ok")).notices] == ["p@h:gpu0-1 is ready"]
     st.apply(LogData(s.name, 3.0, "/l/a.log", 0,
                      b"[2026-01-01 00:00:00] The server is fired up and ready to roll!\n"))

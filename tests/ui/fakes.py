@@ -235,7 +235,9 @@ class FakeApi:
         m = ServerMeta(name=r.name, host=r.host, gpus=r.gpus, port=r.port, preset=preset, pid=7000, sid=7000,
                        log_path=plan.log_path, command=plan.command, launch_id=f"L{len(self.calls)}",
                        started_at=NOW)
-        self.emit(ServerSeen(m, NOW))
+        from console.fleet.events import ServerAction
+
+        self.emit(ServerSeen(m, NOW), ServerAction(r.name, NOW, "launch", True, "pid 7000"))  # as the controller does
         return ActionOutcome(True, f"launched {r.name}", [r.name])
 
     def make_ready(self, name: str) -> None:
