@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -302,8 +302,14 @@ class DflashApp(ActionsMixin, App[int]):
     def action_help(self) -> None:
         from console.ui.screens.help import HelpScreen
 
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.screen))
+        if isinstance(self.screen, HelpScreen):
+            return
+        key = f"help:{type(self.screen).__name__}"  # one kept per kind of screen: reopening is a resume
+        if self.is_screen_installed(key):
+            cast(HelpScreen, self.get_screen(key)).show_for(self.screen)
+        else:
+            self.install_screen(HelpScreen(self.screen), key)
+        self.push_screen(key)
 
     def open_server(self, name: str | None) -> None:
         if name is None or name not in self.state.servers:

@@ -515,3 +515,28 @@ async def test_the_fleet_under_a_server_screen_waits_and_catches_up_when_shown(m
         await pilot.press("escape")
         await until(pilot, lambda: pane.view is not None and pane.view.util_pct == 3, "the pane caught up", 5)
         assert app.screen is fleet and fleet not in app._behind
+
+
+async def test_help_is_kept_per_screen_kind_and_shows_the_keys_of_the_moment(make_app) -> None:  # type: ignore[no-untyped-def]
+    """`?` again is a resume of the same help screen (no compose, no style pass), and its table follows the
+    selection below it: a server's keys dim on a free GPU."""
+    from textual.widgets import Static
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, "ct129", 0)  # a serving GPU: stop is enabled
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help open", 5)
+        first = app.screen
+        on = {i: e for _k, _d, i, e in binding_rows(first.under)}
+        assert on["stop"]
+        table = str(first.query_one("#help-keys", Static).render())
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen), "help closed", 5)
+        await select(pilot, "blackwell", 3)  # a free GPU: stop is not
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help open again", 5)
+        assert app.screen is first
+        assert not {i: e for _k, _d, i, e in binding_rows(first.under)}["stop"]
+        assert str(first.query_one("#help-keys", Static).render()) == table  # same words; the dimming is style
+        assert first._rows == binding_rows(first.under)

@@ -90,15 +90,25 @@ class HelpScreen(ModalScreen[None]):
     def __init__(self, under: Screen) -> None:
         super().__init__()
         self.under = under
+        self._rows = binding_rows(under)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog"):
             title = SCREEN_TITLES.get(type(self.under).__name__, type(self.under).__name__)
             yield Static(f"Keys: {title}", classes="dialog-title", markup=False)
-            yield Static(key_table(binding_rows(self.under)), markup=False)
+            yield Static(key_table(self._rows), markup=False, id="help-keys")
             yield Static("ctrl+p: command palette (server: relaunch, host: reconnect, …)\n"
                          "remap any id in hosts.toml [keymap], e.g. launch = \"ctrl+l\"", classes="help-foot",
                          markup=False)
+
+    def show_for(self, under: Screen) -> None:
+        """Reopened (the app keeps one per kind of screen, so an open is a resume, not a compose and a style
+        pass): the keys of this screen below, redrawn only when they differ (a server's keys dim on a free GPU)."""
+        self.under = under
+        rows = binding_rows(under)
+        if rows != self._rows:
+            self._rows = rows
+            self.query_one("#help-keys", Static).update(key_table(rows))
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(None)
