@@ -393,7 +393,7 @@ class FleetState:
     def _phase_notices(self, s: ServerState, before: Phase, after: Phase, at: float, news: bool) -> list[Notice]:
         if before is after:
             return []
-        if after is Phase.READY and s.tell_once("ready") and news:
+        if after.up and not before.up and s.tell_once("ready") and news:  # a backlog can go straight to serving
             return [ready_notice(s, at)]
         return []  # a crash is told when the process has ended and its log is read to the end (_server_gone)
 
@@ -411,10 +411,11 @@ class FleetState:
         s.health, s.health_detail, s.health_at = ev.status, ev.detail, ev.at
         if ev.status == "ok":
             s.last_health_at = ev.at
-        # ready at the first answer the console ever had: it was up before the console looked (not news); a
-        # launch is asked while it loads (refused, 503) and is told when its answer turns to 200
-        if (before is not Phase.READY and s.phase is Phase.READY and s.tell_once("ready")
-                and (answered_before or s.launched_here)):
+        # news only when the console watched it load: it launched it, or it had read the log loading and an
+        # earlier answer was not 200. Ready at the first answer, or before any of its log was read (a
+        # re-attach's first poll can fail while its forward opens), it was up before the console looked.
+        watched = s.launched_here or (answered_before and (s.log_offset > 0 or not s.meta.log_path))
+        if before is not Phase.READY and s.phase is Phase.READY and s.tell_once("ready") and watched:
             return [ready_notice(s, ev.at)]
         return []
 

@@ -199,7 +199,8 @@ class DflashApp(ActionsMixin, App[int]):
             phase = s.phase
             was = self._phases.get(name)
             self._phases[name] = phase
-            if was is not None and was.starting and phase.up and name not in told:
+            # the state's own rule first: "ready" already decided there (told, or not news) is not told here
+            if was is not None and was.starting and phase.up and name not in told and "ready" not in s.told:
                 self.toast(ready_notice(s, self.now()))
 
     def toast(self, n: Notice) -> None:

@@ -25,6 +25,8 @@ from console.gpu.readings import ComputeApp, GpuReading
 from console.sglang.phase import Phase
 
 READY_LOG = b"[2026-01-01 00:00:00] The server is fired up and ready to roll!\n"
+LOADING_THEN_READY = (b"[2026-12-01 14:00:01] server_args=ServerArgs(model_path='/m', port=30000)\n"
+                      b"[2026-12-01 14:00:30] The server is fired up and ready to roll!\n")
 
 
 def meta(name: str = "p@h:gpu0", host: str = "h", sid: int = 100) -> ServerMeta:
@@ -40,14 +42,12 @@ def test_a_server_event_touches_its_host_and_itself() -> None:
     st = FleetState(["h", "other"])
     seen = st.apply(ServerSeen(meta(), 1.0))
     assert (seen.hosts, seen.servers, seen.urgent) == ({"h"}, {"p@h:gpu0"}, True)
+    st.apply(LogData("p@h:gpu0", 1.2, "/l/a.log", 0, LOADING_THEN_READY[:70]))  # its log read while loading
     st.apply(HealthResult("p@h:gpu0", 1.5, "down"))  # still loading: refused
     health = st.apply(HealthResult("p@h:gpu0", 2.0, "ok"))
     assert (health.hosts, health.servers, health.urgent) == ({"h"}, {"p@h:gpu0"}, False)
     assert kinds(health) == [NoticeKind.READY]
 
-
-LOADING_THEN_READY = (b"[2026-12-01 14:00:01] server_args=ServerArgs(model_path='/m', port=30000)\n"
-                      b"[2026-12-01 14:00:30] The server is fired up and ready to roll!\n")
 
 
 def test_ready_is_news_only_when_it_happens_while_the_console_watches() -> None:
@@ -118,6 +118,7 @@ def test_streams_are_not_urgent_lifecycle_is() -> None:
 def test_union_keeps_order_and_urgency() -> None:
     st = FleetState(["a", "b"])
     st.apply(ServerSeen(meta("x@a:gpu0", "a"), 1.0))
+    st.apply(LogData("x@a:gpu0", 1.2, "/l/a.log", 0, LOADING_THEN_READY[:70]))
     parts = [st.apply(HealthResult("x@a:gpu0", 1.5, "down")), st.apply(HealthResult("x@a:gpu0", 2.0, "ok")),
              st.apply(HostUp("b", 3.0)), st.apply(HostDown("b", 4.0, "cut"))]
     u = Changes.union(parts)

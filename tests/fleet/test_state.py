@@ -31,6 +31,9 @@ def meta(name="p@h:gpu0-1", gpus=(0, 1), sid=100, launch_id="L1", log="/l/a.log"
                       log_path=log, launch_id=launch_id, started_at=1.0, **kw)
 
 
+LOADING = b"[2026-01-01 00:00:00 TP0] Load weight begin. avail mem=78.00 GB, mem usage=0.00 GB.\n"
+
+
 def sample(used=(10, 20)) -> GpuSample:
     return GpuSample("h", 10.0, (GpuReading(0, U0, "H200", memory_used_mib=used[0], memory_total_mib=143771),
                                  GpuReading(1, U1, "H200", memory_used_mib=used[1], memory_total_mib=143771)))
@@ -118,7 +121,8 @@ def test_health_confirms_ready_once():
     st = FleetState(["h"])
     st.apply(ServerSeen(meta(), 1.0))
     s = st.servers["p@h:gpu0-1"]
-    assert st.apply(HealthResult(s.name, 2.0, "down")).notices == () and s.phase == "launching"
+    st.apply(LogData(s.name, 1.5, "/l/a.log", 0, LOADING))  # watched while loading (its log is read from the start)
+    assert st.apply(HealthResult(s.name, 2.0, "down")).notices == () and s.phase.starting
     n = st.apply(HealthResult(s.name, 3.0, "ok")).notices
     assert s.phase == "ready" and s.ready_confirmed and "ready" in n[0].message
     assert st.apply(HealthResult(s.name, 4.0, "ok")).notices == ()
@@ -137,6 +141,7 @@ def test_ready_and_crash_are_toasted_once():
     st = FleetState(["h"])
     st.apply(ServerSeen(meta(), 1.0))
     s = st.servers["p@h:gpu0-1"]
+    st.apply(LogData(s.name, 1.2, "/l/a.log", 0, LOADING))
     st.apply(HealthResult(s.name, 1.5, "down"))  # loading: refused
     assert [n.message for n in st.apply(HealthResult(s.name, 2.0, "ok")).notices] == ["p@h:gpu0-1 is ready"]
     st.apply(LogData(s.name, 3.0, "/l/a.log", 0,
