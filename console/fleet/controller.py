@@ -34,7 +34,11 @@ from console.fleet.events import (
 from console.fleet.hostlink import HostLink
 from console.fleet.journal import Journal, journal_event
 from console.fleet.journalview import operation
-from console.fleet.monitor import ProcFrame, external_meta, gpus_of_session, sglang_mains
+from console.fleet.monitor import (
+    ProcFrame,
+    external_servers,
+    shares_process_table,
+)
 from console.fleet.state import FleetState
 from console.gpu.readings import ComputeApp
 from console.router.spec import ROUTER_PREFIX
@@ -281,16 +285,11 @@ class FleetController:
         uuid_index = {g.reading.uuid: i for i, g in self.state.host(host).gpus.items() if g.reading.uuid}
         out: list[Event] = []
         seen: set[str] = set()
-        for p in sglang_mains(frame.procs):
-            if p.sid in managed_sids or any(s.meta.pid == p.pid for s in self.state.servers_on(host)
-                                            if s.meta.managed):
-                continue
-            gpus = gpus_of_session(p.sid, frame.procs, apps, uuid_index)
-            meta = external_meta(host, p, gpus)
+        managed_pids = {s.meta.pid for s in self.state.servers_on(host) if s.meta.managed}
+        for meta in external_servers(host, frame.procs, apps, uuid_index, managed_sids, managed_pids,
+                                     self._shares_process_table(host)):
             if meta.port in self.launching.get(host, ()):
                 continue  # the console's own launch in flight (its pid is known once the launch command returns)
-            if not gpus and self._shares_process_table(host):
-                continue  # another local host's server: only the GPUs it holds tell them apart
             seen.add(meta.name)
             cur = self.state.servers.get(meta.name)
             if cur is None or cur.meta.launch_id != meta.launch_id or cur.meta.gpus != meta.gpus or not cur.alive:
@@ -306,10 +305,7 @@ class FleetController:
         return out
 
     def _shares_process_table(self, host: str) -> bool:
-        """Several `local` hosts (the demo, sim fleets) see one machine's `ps`; ssh hosts see their own."""
-        if self.fleet.hosts[host].transport != "local":
-            return False
-        return sum(h.transport == "local" for h in self.fleet.hosts.values()) > 1
+        return shares_process_table([h.transport for h in self.fleet.hosts.values()], self.fleet.hosts[host].transport)
 
     async def _health_loop(self, host: str) -> None:
         """/health for every live server of a host, one request at a time (one forward channel)."""

@@ -11,10 +11,19 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from console.config import user_state_dir
-from console.fleet.events import HostDown, HostUp, LogData, ServerAction, ServerAlive, ServerGone, ServerSeen
+from console.fleet.events import (
+    Event,
+    HostDown,
+    HostUp,
+    LogData,
+    ServerAction,
+    ServerAlive,
+    ServerGone,
+    ServerSeen,
+)
 from console.fleet.journalview import command_name, compact, current_op, one_line
 
 # the masking lives in console.masking (one function for every output path); re-exported for old importers
@@ -28,9 +37,6 @@ from console.masking import (  # noqa: F401
 )
 from console.remote_text import for_terminal
 from console.transport.base import CommandResult
-
-if TYPE_CHECKING:
-    from console.fleet.events import Event
 
 
 def journal_path() -> Path:

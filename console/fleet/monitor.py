@@ -180,3 +180,24 @@ def external_meta(host: str, p: ProcInfo, gpus: tuple[int, ...]) -> ServerMeta:
 def gpus_of_session(sid: int, procs: list[ProcInfo], apps: list[ComputeApp], uuid_index: dict[str, int]) -> tuple[int, ...]:
     sids = {p.pid: p.sid for p in procs}
     return tuple(sorted({uuid_index[a.gpu_uuid] for a in apps if sids.get(a.pid) == sid and a.gpu_uuid in uuid_index}))
+
+
+def external_servers(host: str, procs: list[ProcInfo], apps: list[ComputeApp], uuid_index: dict[str, int],
+                     managed_sids: set[int], managed_pids: set[int | None], shares_process_table: bool
+                     ) -> list[ServerMeta]:
+    """The SGLang servers in a process sample that the console did not start (not a managed session or pid), in
+    ps order. With a shared process table (several `local` hosts) one holding no GPU of this host is left out."""
+    out: list[ServerMeta] = []
+    for p in sglang_mains(procs):
+        if p.sid in managed_sids or p.pid in managed_pids:
+            continue
+        gpus = gpus_of_session(p.sid, procs, apps, uuid_index)
+        if not gpus and shares_process_table:
+            continue  # another local host's server: only the GPUs it holds tell them apart
+        out.append(external_meta(host, p, gpus))
+    return out
+
+
+def shares_process_table(transports: list[str], transport: str) -> bool:
+    """Several `local` hosts (the demo, sim fleets) see one machine's `ps`; ssh hosts see their own."""
+    return transport == "local" and transports.count("local") > 1

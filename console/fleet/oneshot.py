@@ -43,7 +43,12 @@ from console.fleet.events import (
 )
 from console.fleet.hostlink import backoff_delay
 from console.fleet.journal import Journal, journal_event
-from console.fleet.monitor import _MAIN_RE, SGLANG_RE, external_meta, gpus_of_session, sglang_mains
+from console.fleet.monitor import (
+    _MAIN_RE,
+    SGLANG_RE,
+    external_servers,
+    shares_process_table,
+)
 from console.fleet.state import FleetState
 from console.gpu import nvsmi
 from console.transport.base import CommandHook, HostKeyError, Transport, TransportError
@@ -271,15 +276,9 @@ def oneshot_events(host: str, shot: OneShot, at: float, *, shares_process_table:
     apps, apps_error = apps_of(shot.apps)
     samples = [e for e in events if isinstance(e, GpuSample)]
     uuid_index = {r.uuid: r.index for r in samples[0].gpus if r.uuid} if samples else {}
-    managed_pids = {m.pid for m in metas}
     seen: set[str] = set()
-    for p in sglang_mains(procs):
-        if p.sid in managed_sids or p.pid in managed_pids:
-            continue
-        gpus = gpus_of_session(p.sid, procs, apps, uuid_index)
-        if not gpus and shares_process_table:
-            continue  # another local host's server: only the GPUs it holds tell them apart
-        meta = external_meta(host, p, gpus)
+    for meta in external_servers(host, procs, apps, uuid_index, managed_sids, {m.pid for m in metas},
+                                 shares_process_table):
         if meta.name in seen:
             continue
         seen.add(meta.name)
@@ -368,7 +367,4 @@ async def look_host(fleet: Fleet, name: str, transport: Transport, emit: Callabl
 
 
 def _shares_process_table(fleet: Fleet, host: str) -> bool:
-    """Several `local` hosts (the demo, sim fleets) see one machine's `ps`; ssh hosts see their own."""
-    if fleet.hosts[host].transport != "local":
-        return False
-    return sum(h.transport == "local" for h in fleet.hosts.values()) > 1
+    return shares_process_table([h.transport for h in fleet.hosts.values()], fleet.hosts[host].transport)

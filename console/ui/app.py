@@ -18,7 +18,7 @@ from textual.worker import Worker, WorkerState
 from console.config import Fleet
 from console.fleet.api import FleetApi
 from console.fleet.changes import Changes
-from console.fleet.events import Event, GpuSample, Notice, NoticeKind
+from console.fleet.events import Event, GpuSample, Notice
 from console.fleet.state import FleetState, ServerState, ready_notice
 from console.remote_text import for_terminal
 from console.sglang.phase import Phase
@@ -92,7 +92,6 @@ class DflashApp(ActionsMixin, App[int]):
         self._server_screens: list[str] = []
         """Names of the installed server screens, least recently opened first."""
         """GPUs in the state at the last event batch: a change re-lays out the fleet screen at once."""
-        self._told_ready: set[str] = set()
         self._dirty_hosts: set[str] | None = None
         """Hosts that events touched since the last sync; None: all of them."""
         self.activity: deque[Notice] = deque(maxlen=200)
@@ -178,29 +177,28 @@ class DflashApp(ActionsMixin, App[int]):
             if gpus != self._gpus_drawn:  # GPUs appeared (a host's first sample): new panes now, not 1 s later
                 self._gpus_drawn = gpus
                 self._urgent = True
-        if not self._change_posted and (self._urgent or not self._sync_pending or self._live_log_on_top()):
+        if not self._change_posted and (self._urgent or not self._sync_pending or self._live_log_pull()):
             # with a repaint already scheduled, the dirty hosts above are all it needs: a message per batch
             # (hundreds a second in a flood) was Textual dispatch work that changed nothing
             self._change_posted = True
             self.post_message(FleetChanged())
         for n in changes.notices:
             self.toast(n)
-            if n.server and n.kind is NoticeKind.READY:
-                self._told_ready.add(n.server)
 
-    def _live_log_on_top(self) -> bool:
-        """The screen on top shows a live log (it pulls on every batch, not on the coalesced repaint)."""
-        return bool(self.screen_stack) and getattr(self.screen_stack[-1], "pull_soon", None) is not None
+    def _live_log_pull(self) -> Callable[[], None] | None:
+        """The top screen's live-log pull (it pulls on every batch, not on the coalesced repaint), if it has one.
+        A host's first events can come before the first screen is up, or after the last is gone at exit
+        (`self.screen` raised ScreenStackError there on a busy machine and ended the app)."""
+        return getattr(self.screen_stack[-1], "pull_soon", None) if self.screen_stack else None
 
     def _ready_fallback(self) -> None:
-        """Toasts 'is ready' when a server went from starting straight to serving without a notice (per sync)."""
-        told, self._told_ready = self._told_ready, set()
+        """Toasts 'is ready' when a server went from starting straight to serving between two syncs and the state
+        never decided about it (every READY notice the state gives, or withholds, marks `told`)."""
         for name, s in self.state.servers.items():
             phase = s.phase
             was = self._phases.get(name)
             self._phases[name] = phase
-            # the state's own rule first: "ready" already decided there (told, or not news) is not told here
-            if was is not None and was.starting and phase.up and name not in told and "ready" not in s.told:
+            if was is not None and was.starting and phase.up and "ready" not in s.told:
                 self.toast(ready_notice(s, self.now()))
 
     def toast(self, n: Notice) -> None:
@@ -217,9 +215,7 @@ class DflashApp(ActionsMixin, App[int]):
     def on_fleet_changed(self, _msg: FleetChanged) -> None:
         """Repaint at most every SYNC_MIN_S: a log flood sends hundreds of batches a second."""
         self._change_posted = False
-        # a host's first events can come before the first screen is up, or after the last is gone at exit
-        # (`self.screen` raised ScreenStackError there on a busy machine and ended the app)
-        pull = getattr(self.screen_stack[-1], "pull_soon", None) if self.screen_stack else None
+        pull = self._live_log_pull()
         if pull is not None:  # the live log does not wait for the coalesced repaint
             pull()
         self._request_sync()
