@@ -10,7 +10,7 @@ from typing import overload
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -70,6 +70,8 @@ class LogView(ScrollView, can_focus=True):
         self._wupto = -1
         """Wrapped: the last absolute line whose rows are in `_wrows`."""
         self._wroom = 0
+        self._frame: tuple[Style, Style, int, int, int] | None = None
+        """(base style, gutter style, width, scroll x, scroll y) while `render_lines` runs."""
 
     # -- data ----------------------------------------------------------------------------
     @property
@@ -310,11 +312,27 @@ class LogView(ScrollView, can_focus=True):
             self._styles[name] = self.get_component_rich_style(name)
         return self._styles[name]
 
-    def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        row = scroll_y + y
-        width = self.size.width
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Styles, size and scroll offset are read once per render, not once per row.
+
+        `rich_style` walks every ancestor's styles; per row it was over half of a log frame's cost. Read
+        afresh on each render, so a theme or class change anywhere above is still honoured.
+        """
+        self._styles.clear()
         base = self.rich_style
+        self._frame = (base, base + self._style("logview--gutter"), self.size.width, *self.scroll_offset)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
+    def render_line(self, y: int) -> Strip:
+        frame = self._frame
+        if frame is None:  # called outside render_lines (Textual's own paths or a test)
+            base = self.rich_style
+            frame = (base, base + self._style("logview--gutter"), self.size.width, *self.scroll_offset)
+        base, gutter, width, scroll_x, scroll_y = frame
+        row = scroll_y + y
         if row >= self._nrows:
             return Strip.blank(width, base)
         a = self._abs_of_row(row)
@@ -329,11 +347,16 @@ class LogView(ScrollView, can_focus=True):
             number = f"{a + 1:>6}{mark}"
             text = fmt.clean(raw[: (scroll_x + room) * 2 + 256])[scroll_x: scroll_x + room]
         lvl = level_of(raw)
-        style = base + self._style(f"logview--{lvl}") if lvl else base
-        segs = [Segment(number, base + self._style("logview--gutter"))]
+        style = self._level_style(base, lvl) if lvl else base
+        segs = [Segment(number, gutter)]
         segs += self._highlight(text, style, row)
-        strip = Strip(segs).crop_extend(0, width, base)
-        return strip
+        return Strip(segs).crop_extend(0, width, base)
+
+    def _level_style(self, base: Style, lvl: str) -> Style:
+        key = f"base+{lvl}"
+        if key not in self._styles:
+            self._styles[key] = base + self._style(f"logview--{lvl}")
+        return self._styles[key]
 
     def _highlight(self, text: str, style: Style, row: int) -> list[Segment]:
         q = self.query_text.lower()
