@@ -27,13 +27,24 @@ FAQ suggests. Set ESCDELAY yourself (e.g. `ESCDELAY=100`) when the terminal itse
 slow link, where an arrow key's bytes could be split.
 """
 
+FRAME_RATE = 240
+"""Textual's frame cap (its default is 60), which is also the grid its next frame waits for.
+
+A key's change is drawn on the next tick of that grid, so at 60 a press waited up to 16.7 ms (often two
+ticks, behind a log frame) before anything was drawn; at 240 that wait is at most ~4 ms. It is a cap,
+not a rate: the console only draws when something changed (log pulls at most ~33 a second, the fleet
+once a second), so an idle or flooded console draws no more frames than before (benchmarks/
+bench_keypress.py, bench_console_cpu.py). Set TEXTUAL_FPS yourself to override it.
+"""
+
 EXIT_GRACE_S = 5.0
 """After SIGTERM the console gets this long to restore the terminal and exit before it is ended hard."""
 
 
 def run_tui(args: argparse.Namespace) -> int:
     """Imports Textual only here, so the script subcommands start without it."""
-    os.environ.setdefault("ESCDELAY", str(ESCDELAY_MS))  # read once, when Textual is first imported
+    os.environ.setdefault("ESCDELAY", str(ESCDELAY_MS))  # both read once, when Textual is first imported
+    os.environ.setdefault("TEXTUAL_FPS", str(FRAME_RATE))
     if getattr(args, "demo", False):
         return run_demo(args)
     return run_app(args)

@@ -17,6 +17,7 @@ from textual.strip import Strip
 
 from console.ui import format as fmt
 from console.ui.logsearch import filter_rows, level_of
+from console.ui.widgets.fast_scrollbar import CachedScrollBarRender
 
 GUTTER = 7
 """Line number (6) and the cursor mark."""
@@ -233,6 +234,10 @@ class LogView(ScrollView, can_focus=True):
         """Follow after layout too (the first batch arrives before the view knows its height)."""
         if self.follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def on_mount(self) -> None:
+        for bar in (self.vertical_scrollbar, self.horizontal_scrollbar):
+            bar.renderer = CachedScrollBarRender  # type: ignore[misc]  # per instance, as ScrollBar's docs show
 
     def watch_filtered(self) -> None:
         self.pull(force=True)
