@@ -16,6 +16,8 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
 4. `FooterKey._disabled`: what a click on a footer key does (bell or the key). ConsoleFooter flips a key's
    enabled state in place instead of letting Textual's Footer remount every key on each focus move
    (console/ui/widgets/footer.py); the `-disabled` class, public, is what the key looks like.
+5. `Widget._check_refresh`, `Screen._refresh_layout`, `App._batch_count`: a key that shows or hides a panel
+   gets its frame at once instead of after four event-loop turns (`draw_now`).
 """
 
 from __future__ import annotations
@@ -131,3 +133,23 @@ def set_footer_key_enabled(key: Widget, enabled: bool) -> None:
     key.set_class(not enabled, "-disabled")
     if hasattr(key, "_disabled"):
         key._disabled = not enabled
+
+
+# -- 5. lay out and draw now -----------------------------------------------------------------------------
+def draw_now(widget: Widget) -> None:
+    """Lay out and draw `widget`'s screen at once, after a key changed how `widget` is laid out.
+
+    Left to Textual, a layout change travels widget idle → Layout message → screen idle → update timer →
+    frame: four turns of the event loop, each behind whatever else is queued (under a log flood, SSH
+    packets and log frames), 10-45 ms before the frame even starts (benchmarks/bench_keypress.py, `i` on
+    the server screen). This runs the widget's pending refresh (which clears its ancestors' arrangement
+    caches) and the screen's layout and frame now; the messages still queued then find nothing to do.
+    If Textual's internals moved, it does nothing and the frame comes the usual way.
+    """
+    try:
+        widget._check_refresh()
+        screen = widget.screen
+        if screen.is_current and not widget.app._batch_count:
+            screen._refresh_layout()
+    except (AttributeError, TypeError):  # Textual moved: its own path still draws the change
+        pass

@@ -106,7 +106,8 @@ FENCES = {
 
 def test_no_other_module_touches_textual_privates() -> None:
     """The fence holds: `textual._*` imports and `._compositor`/`._exit_renderables` only in the fenced modules."""
-    pattern = re.compile(r"from textual\._|import textual\._|\._compositor\b|\._exit_renderables\b|_timeout_time")
+    pattern = re.compile(r"from textual\._|import textual\._|\._compositor\b|\._exit_renderables\b|_timeout_time"
+                         r"|\._check_refresh\b|\._refresh_layout\b|\._batch_count\b")
     found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "console").rglob("*.py"))
              if str(p.relative_to(ROOT)) not in FENCES
              for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
@@ -136,3 +137,38 @@ async def test_footer_key_disabled_is_what_a_click_reads() -> None:
         assert key._disabled is True and key.has_class("-disabled")  # type: ignore[attr-defined]
         set_footer_key_enabled(key, True)
         assert key._disabled is False and not key.has_class("-disabled")  # type: ignore[attr-defined]
+
+
+class _Side(App[None]):
+    CSS = "#log { width: 1fr; } #side { width: 20; } #side.-hidden { display: none; }"
+
+    def compose(self) -> ComposeResult:
+        from textual.containers import Horizontal
+
+        with Horizontal():
+            yield Static("log", id="log")
+            yield Static("side", id="side")
+
+
+async def test_draw_now_lays_out_and_draws_before_any_message_runs() -> None:
+    """5. `Widget._check_refresh`, `Screen._refresh_layout`, `App._batch_count`: after a class hides a panel,
+    draw_now re-arranges the screen and draws the frame synchronously; without it nothing has moved yet."""
+    frames: list[int] = []
+    app = _Side()
+    async with app.run_test(size=(60, 10)) as pilot:
+        await pilot.pause()
+        log, side = app.query_one("#log", Static), app.query_one("#side", Static)
+        assert log.size.width == 40 and side in tp.visible_widgets(log)
+        real = app._display
+
+        def counted(screen, renderable):  # type: ignore[no-untyped-def]
+            frames.append(1)
+            return real(screen, renderable)
+
+        app._display = counted  # type: ignore[method-assign]
+        side.toggle_class("-hidden")
+        assert log.size.width == 40 and side in tp.visible_widgets(log) and not frames  # Textual's way: later
+        tp.draw_now(side)
+        assert log.size.width == 60 and side not in tp.visible_widgets(log) and frames == [1]
+        await pilot.pause()
+        assert log.size.width == 60  # the queued messages agree with the frame already drawn

@@ -21,6 +21,7 @@ from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.console_app import console_app
 from console.ui.logsearch import find_traceback
 from console.ui.screens.fleet import ServerKeys
+from console.ui.textual_private import draw_now
 from console.ui.views import ServerPage, server_page
 from console.ui.widgets.footer import ConsoleFooter
 from console.ui.widgets.gpu_pane import colours, spans
@@ -46,8 +47,13 @@ def timeline_table(rows: tuple[tuple[str, float | None, float | None], ...], c: 
     return Content("\n").join(lines)
 
 
-PULL_MIN_S = 0.03
-"""New log lines reach the screen within one frame or so, but at most ~33 pulls a second."""
+PULL_MIN_S = 0.05
+"""New log lines reach the screen at once, but at most 20 pulls (frames) a second during a flood.
+
+Each pull of a flooding log redraws the whole view (5-10 ms for 200x60, twice that when the other core is
+busy): at ~33 a second that was a fifth of a core, and a key pressed meanwhile waited for the frame in
+progress (benchmarks/bench_keypress.py). At 1,000+ lines a second every row changes in every frame anyway.
+"""
 
 
 class ServerScreen(ServerKeys, Screen):
@@ -361,4 +367,6 @@ class ServerScreen(ServerKeys, Screen):
         self.notify(f"saved {len(lines)} lines to {path}", markup=False)
 
     def action_toggle_info(self) -> None:
-        self.query_one("#side").toggle_class("-hidden")
+        side = self.query_one("#side")
+        side.toggle_class("-hidden")
+        draw_now(side)
