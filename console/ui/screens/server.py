@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.events import Key
 from textual.screen import Screen
@@ -82,7 +82,6 @@ class ServerScreen(ServerKeys, Screen):
                          display: none; }
     ServerScreen #diag.-show { display: block; }
     ServerScreen #body { height: 1fr; }
-    ServerScreen #logbox { width: 1fr; height: 1fr; }
     ServerScreen LogView { width: 1fr; height: 1fr; }
     ServerScreen #logbar { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
     ServerScreen #side { width: 56; height: 1fr; border-left: solid $panel-lighten-2; padding: 0 1; }
@@ -123,10 +122,8 @@ class ServerScreen(ServerKeys, Screen):
     def compose(self) -> ComposeResult:
         yield Static(id="head", markup=False)
         yield Static(id="diag", markup=False)
-        with Horizontal(id="body"):
-            with Vertical(id="logbox"):
-                yield LogView(self._source, id="log")  # type: ignore[arg-type]
-                yield Static(id="logbar", markup=False)
+        with Horizontal(id="body"):  # no box around the log: 'i' would redraw its every row too
+            yield LogView(self._source, id="log")  # type: ignore[arg-type]
             with VerticalScroll(id="side"):
                 yield Static("Startup timeline (s)", classes="section", markup=False)
                 yield Static(id="timeline", markup=False)
@@ -134,6 +131,7 @@ class ServerScreen(ServerKeys, Screen):
                 yield Static(id="command", markup=False)
                 yield Static("Facts", classes="section", markup=False)
                 yield Static(id="facts", markup=False)
+        yield Static(id="logbar", markup=False)
         yield Input(placeholder="search the log (enter: keep, esc: close)", id="search")
         yield ConsoleFooter()
 
