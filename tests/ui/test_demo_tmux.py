@@ -41,6 +41,11 @@ def wait_gone(tmux: list[str], needle: str, timeout: float) -> None:
         time.sleep(0.05)
 
 
+def focus_corners(screen: str) -> list[tuple[int, int]]:
+    """(row, column) of every double-bordered (selected) pane's top-left corner on the screen."""
+    return [(r, c) for r, line in enumerate(screen.splitlines()) for c, ch in enumerate(line) if ch == "╔"]
+
+
 def leftover_processes(marker: str) -> list[int]:
     """Pids whose command line mentions the test's temp dir (sim servers started by the demo)."""
     out = []
@@ -76,11 +81,23 @@ def test_demo_in_tmux(tmp_path: Path) -> None:
         wait_for(tmux, "serving", 60)
         screen = wait_for(tmux, "GPU0", 30)  # "serving" can be blackwell's (or a router's) before ct129's GPUs
         assert "ct129" in screen
+        # arrows: the selection's double border moves and the pane it left is redrawn single (a focus move
+        # repaints only the panes it touches, not the whole screen)
+        assert settles(lambda: len(focus_corners(capture(tmux))) == 1, 5), capture(tmux)
+        start = focus_corners(capture(tmux))
+        subprocess.run([*tmux, "send-keys", "-t", "demo", "Right"], check=True)
+        assert settles(lambda: len(now := focus_corners(capture(tmux))) == 1 and now != start, 5), capture(tmux)
+        subprocess.run([*tmux, "send-keys", "-t", "demo", "Left"], check=True)
+        assert settles(lambda: focus_corners(capture(tmux)) == start, 5), capture(tmux)
         subprocess.run([*tmux, "send-keys", "-t", "demo", "?"], check=True)
         wait_for(tmux, "keymap id", 5)
         subprocess.run([*tmux, "send-keys", "-t", "demo", "Escape"], check=True)
         wait_gone(tmux, "keymap id", 5)
         subprocess.run([*tmux, "send-keys", "-t", "demo", "Enter"], check=True)
+        wait_for(tmux, "Startup timeline", 5)
+        subprocess.run([*tmux, "send-keys", "-t", "demo", "i"], check=True)  # the facts panel hides, then shows
+        wait_gone(tmux, "Startup timeline", 5)
+        subprocess.run([*tmux, "send-keys", "-t", "demo", "i"], check=True)
         wait_for(tmux, "Startup timeline", 5)
         subprocess.run([*tmux, "send-keys", "-t", "demo", "Escape"], check=True)
         wait_gone(tmux, "Startup timeline", 5)

@@ -7,7 +7,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.events import Key
+from textual.reactive import Reactive
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from console.fleet.state import ServerState
@@ -106,6 +108,11 @@ class ServerKeys:
 
 class FleetScreen(ServerKeys, Screen):
     """The first screen: host bands flowed into shelves that fill the terminal, one pane per GPU."""
+
+    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
+    """Screen's own `focused`, minus its repaint of the whole screen on every focus move (the widgets losing
+    and gaining focus, and their ancestors' focus-within, repaint themselves): an arrow key was a full
+    200x60 frame of 64 panes (benchmarks/bench_keypress.py, bench_host_growth.py)."""
 
     BINDINGS = [
         Binding("l", "launch", "Launch", id="launch", tooltip="Pick a preset for the selected GPU(s)."),
