@@ -324,6 +324,28 @@ async def test_log_firehose_batches(make_app) -> None:  # type: ignore[no-untype
         assert len(app.workers) <= before + 1
 
 
+async def test_log_pulls_slow_down_only_while_the_log_floods(make_app) -> None:  # type: ignore[no-untyped-def]
+    """A flood (more than half a view a pull) is pulled at most 20 times a second; a line now and then, or a steady
+    line every 50 ms, is pulled at once (bench 1's load)."""
+    from console.ui.screens.server import PULL_FLOOD_S, PULL_MIN_S
+    from tests.ui.fakes import ScriptedLog
+
+    api = FakeApi()
+    app = make_app(api)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_server(SERVING)
+        view = await server_log(pilot)
+        screen = app.screen
+        assert isinstance(screen, ServerScreen) and screen.pull_spacing == PULL_MIN_S
+        log: ScriptedLog = api.state.servers[SERVING].log  # type: ignore[assignment]
+        log.add(*(f"[2026-12-01 14:10:00 TP0] Decode batch. line {i}" for i in range(500)))
+        await until(pilot, lambda: view.lines[-1].endswith("line 499"), "the burst pulled")
+        assert view.pulled > view.size.height // 2 and screen.pull_spacing == PULL_FLOOD_S
+        log.add("[2026-12-01 14:10:01 TP0] Decode batch. one more")
+        await until(pilot, lambda: view.lines[-1].endswith("one more"), "the single line pulled")
+        assert view.pulled == 1 and screen.pull_spacing == PULL_MIN_S
+
+
 async def test_notices_toast_and_bell(make_app) -> None:  # type: ignore[no-untyped-def]
     api = FakeApi()
     app = make_app(api, bell=True)

@@ -47,13 +47,14 @@ def timeline_table(rows: tuple[tuple[str, float | None, float | None], ...], c: 
     return Content("\n").join(lines)
 
 
-PULL_MIN_S = 0.05
-"""New log lines reach the screen at once, but at most 20 pulls (frames) a second during a flood.
-
-Each pull of a flooding log redraws the whole view (5-10 ms for 200x60, twice that when the other core is
-busy): at ~33 a second that was a fifth of a core, and a key pressed meanwhile waited for the frame in
-progress (benchmarks/bench_keypress.py). At 1,000+ lines a second every row changes in every frame anyway.
-"""
+PULL_MIN_S = 0.03
+"""New log lines reach the screen within one frame or so, at most ~33 pulls a second (a server logging a
+line every 50 ms has each one on screen at once: benchmarks/bench_log_latency.py)."""
+PULL_FLOOD_S = 0.05
+"""While pulls bring more than half a view of lines at a time (a flood: every row changes in every frame
+anyway), at most 20 pulls (frames) a second. Each pull redraws the whole view (5-10 ms at 200x60, twice
+that when the other core is busy), and a key pressed meanwhile waits for the frame in progress
+(benchmarks/bench_keypress.py)."""
 
 
 class ServerScreen(ServerKeys, Screen):
@@ -92,6 +93,9 @@ class ServerScreen(ServerKeys, Screen):
     ServerScreen #search.-show { display: block; }
     ServerScreen .section { text-style: bold; color: $accent; margin-top: 1; }
     """
+
+    pull_spacing = PULL_MIN_S
+    """The least time between two pulls now: PULL_FLOOD_S while the log floods, else PULL_MIN_S."""
 
     def __init__(self, name: str) -> None:
         super().__init__()
@@ -159,12 +163,14 @@ class ServerScreen(ServerKeys, Screen):
     def _pull(self) -> None:
         self._last_pull = time.monotonic()
         self._pull_pending = False
-        self.query_one(LogView).pull()
+        view = self.query_one(LogView)
+        view.pull()
+        self.pull_spacing = PULL_FLOOD_S if view.pulled > max(8, view.size.height // 2) else PULL_MIN_S
         self._sync_bar()
 
     def pull_soon(self) -> None:
-        """New events arrived: show new log lines now, at most every PULL_MIN_S during a flood."""
-        wait = self._last_pull + PULL_MIN_S - time.monotonic()
+        """New events arrived: show new log lines now, at most every `pull_spacing` s while they keep coming."""
+        wait = self._last_pull + self.pull_spacing - time.monotonic()
         if wait <= 0:
             self._pull()
         elif not self._pull_pending:

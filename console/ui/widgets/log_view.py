@@ -71,6 +71,8 @@ class LogView(ScrollView, can_focus=True):
         self._wupto = -1
         """Wrapped: the last absolute line whose rows are in `_wrows`."""
         self._wroom = 0
+        self.pulled = 0
+        """How many lines the last `pull()` took in (all it holds after a full re-read)."""
         self._frame: tuple[Style, Style, int, int, int] | None = None
         """(base style, gutter style, width, scroll x, scroll y) while `render_lines` runs."""
 
@@ -136,11 +138,14 @@ class LogView(ScrollView, can_focus=True):
         """
         lines, count = self.source()
         if count == self._count and lines is self._src and not force:
+            self.pulled = 0
             return False
         new_n = count - self._count
         if force or lines is not self._src or new_n < 0 or new_n > len(lines) or self._count < 0:
+            self.pulled = len(lines)
             self._rebuild(lines, count)
         else:
+            self.pulled = new_n
             self._append(list(islice(reversed(lines), new_n))[::-1] if new_n else [], count, len(lines))
         if self.wrap:
             self._rewrap_tail()
