@@ -18,6 +18,8 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
    (console/ui/widgets/footer.py); the `-disabled` class, public, is what the key looks like.
 5. `Widget._check_refresh`, `Screen._refresh_layout`, `App._batch_count`: a key that shows or hides a panel
    gets its frame at once instead of after four event-loop turns (`draw_now`).
+6. `Screen._refresh_layout`, `Screen._compositor_refresh` (Textual's layout-and-frame and frame steps):
+   `QuietFrames` runs them with the garbage collector paused (console/ui/gcpolicy.py).
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ from typing import Any
 
 from textual.app import App
 from textual.driver import Driver
+from textual.geometry import Size
+from textual.screen import Screen
 from textual.widget import Widget
+
+from console.ui.gcpolicy import paused_during_frame
 
 POLL_S = 0.1
 """Textual's own idle poll (it also bounds how quickly the input thread sees an exit request)."""
@@ -153,3 +159,17 @@ def draw_now(widget: Widget) -> None:
             screen._refresh_layout()
     except (AttributeError, TypeError):  # Textual moved: its own path still draws the change
         pass
+
+
+# -- 6. frames without a collection in them --------------------------------------------------------------
+class QuietFrames:
+    """Mixed into the console's big screens (before Screen): their layouts and frames run with the garbage
+    collector paused, so a young collection lands after the frame instead of inside it."""
+
+    def _refresh_layout(self, size: Size | None = None, scroll: bool = False) -> None:
+        with paused_during_frame():
+            Screen._refresh_layout(self, size, scroll)  # type: ignore[arg-type]
+
+    def _compositor_refresh(self) -> None:
+        with paused_during_frame():
+            Screen._compositor_refresh(self)  # type: ignore[arg-type]

@@ -107,7 +107,7 @@ FENCES = {
 def test_no_other_module_touches_textual_privates() -> None:
     """The fence holds: `textual._*` imports and `._compositor`/`._exit_renderables` only in the fenced modules."""
     pattern = re.compile(r"from textual\._|import textual\._|\._compositor\b|\._exit_renderables\b|_timeout_time"
-                         r"|\._check_refresh\b|\._refresh_layout\b|\._batch_count\b")
+                         r"|\._check_refresh\b|\._refresh_layout\b|\._batch_count\b|\._compositor_refresh\b")
     found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "console").rglob("*.py"))
              if str(p.relative_to(ROOT)) not in FENCES
              for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
@@ -172,3 +172,42 @@ async def test_draw_now_lays_out_and_draws_before_any_message_runs() -> None:
         assert log.size.width == 60 and side not in tp.visible_widgets(log) and frames == [1]
         await pilot.pause()
         assert log.size.width == 60  # the queued messages agree with the frame already drawn
+
+
+async def test_quiet_frames_pause_the_collector_only_while_a_frame_is_drawn() -> None:
+    """6. `Screen._refresh_layout`, `Screen._compositor_refresh`: a QuietFrames screen draws with the garbage
+    collector off and turns it back on after the frame (a collector someone else turned off stays off)."""
+    import gc
+
+    from textual.screen import Screen
+    from textual.strip import Strip
+    from textual.widget import Widget
+
+    seen: list[bool] = []
+
+    class Probe(Widget):
+        def render_line(self, y: int) -> Strip:
+            seen.append(gc.isenabled())
+            return Strip.blank(self.size.width)
+
+    class Quiet(tp.QuietFrames, Screen[None]):
+        def compose(self) -> ComposeResult:
+            yield Probe()
+
+    class One(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(Quiet())
+
+    async with One().run_test(size=(20, 4)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert seen and not any(seen) and gc.isenabled()
+        gc.disable()
+        try:
+            seen.clear()
+            pilot.app.screen.query_one(Probe).refresh()
+            await pilot.pause()
+            await pilot.pause()
+            assert seen and not gc.isenabled()
+        finally:
+            gc.enable()

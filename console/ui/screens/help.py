@@ -10,6 +10,8 @@ from textual.content import Content
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from console.ui.textual_private import QuietFrames
+
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Select", ("left", "right", "up", "down", "mark", "fleet-filter")),
     ("Servers", ("details", "launch", "relaunch", "stop", "probe", "chat", "bench")),
@@ -73,7 +75,7 @@ def key_table(rows: list[tuple[str, str, str, bool]]) -> Content:
     return Content("\n").join(lines)
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(QuietFrames, ModalScreen[None]):
     """Keys for the current screen; the command palette (ctrl+p) has the rest as `group: verb`.
 
     Opaque on purpose: a translucent modal makes Textual re-render the whole screen below through Rich

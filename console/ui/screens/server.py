@@ -21,7 +21,7 @@ from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.console_app import console_app
 from console.ui.logsearch import find_traceback
 from console.ui.screens.fleet import ServerKeys
-from console.ui.textual_private import draw_now
+from console.ui.textual_private import QuietFrames, draw_now
 from console.ui.views import ServerPage, server_page
 from console.ui.widgets.footer import ConsoleFooter
 from console.ui.widgets.gpu_pane import colours, spans
@@ -57,7 +57,7 @@ that when the other core is busy), and a key pressed meanwhile waits for the fra
 (benchmarks/bench_keypress.py)."""
 
 
-class ServerScreen(ServerKeys, Screen):
+class ServerScreen(ServerKeys, QuietFrames, Screen):
     """Log on the left, facts on the right (below when narrow; `i` toggles them)."""
 
     BINDINGS = [
