@@ -40,15 +40,19 @@ class paused_during_frame:
     """
 
     depth = 0
+    resume = False
+    """Whether the outermost frame found the collector on (one someone else turned off stays off)."""
 
     def __enter__(self) -> None:
-        if paused_during_frame.depth == 0:
-            self.was_enabled = gc.isenabled()
+        cls = paused_during_frame
+        if cls.depth == 0:
+            cls.resume = gc.isenabled()
             gc.disable()
-        paused_during_frame.depth += 1
+        cls.depth += 1
 
     def __exit__(self, *exc: object) -> None:
-        paused_during_frame.depth -= 1
-        if paused_during_frame.depth == 0 and getattr(self, "was_enabled", True):
+        cls = paused_during_frame
+        cls.depth -= 1
+        if cls.depth == 0 and cls.resume:
             time.sleep(0)  # the GIL to Textual's writer thread first: the frame goes out before a collection
             gc.enable()

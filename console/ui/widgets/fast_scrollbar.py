@@ -9,6 +9,7 @@ Installed per scrollbar through ScrollBar's public `renderer` attribute.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 
 from rich.color import Color
@@ -29,17 +30,9 @@ def _strips(size: int, virtual_size: int, window_size: int, position: float, thi
         size=size, virtual_size=virtual_size, window_size=window_size, position=position, thickness=thickness,
         vertical=vertical, back_color=back or Color.parse("#555555"),
         bar_color=bar or Color.parse("bright_magenta")).segments, style=base))
-    if vertical:  # one segment per row (Segments adds the line breaks), each `thickness` cells wide
-        return [Strip([seg]).crop_extend(0, width, None) for seg in segments[:height]]
-    line: list[Segment] = []
-    out: list[Strip] = []
-    for seg in segments:
-        if seg.text == "\n":
-            out.append(Strip(line).crop_extend(0, width, None))
-            line = []
-        else:
-            line.append(seg)
-    return out[:height]
+    # vertical: a segment a row (Segments adds the line breaks when Rich renders it); horizontal: split at them
+    rows: Iterable[list[Segment]] = [[seg] for seg in segments] if vertical else Segment.split_lines(segments)
+    return [Strip(row).crop_extend(0, width, None) for row in rows][:height]
 
 
 class CachedScrollBarRender(ScrollBarRender, Visual):

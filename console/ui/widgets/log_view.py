@@ -150,7 +150,6 @@ class LogView(ScrollView, can_focus=True):
         if self.wrap:
             self._rewrap_tail()
         self.virtual_size = Size(self.size.width if self.wrap else self._width + 8, self._nrows)
-        self._styles.clear()
         if self.follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
             self.call_after_refresh(self._stick)
@@ -322,26 +321,25 @@ class LogView(ScrollView, can_focus=True):
             self._styles[name] = self.get_component_rich_style(name)
         return self._styles[name]
 
-    def render_lines(self, crop: Region) -> list[Strip]:
-        """Styles, size and scroll offset are read once per render, not once per row.
-
-        `rich_style` walks every ancestor's styles; per row it was over half of a log frame's cost. Read
-        afresh on each render, so a theme or class change anywhere above is still honoured.
-        """
+    def _new_frame(self) -> tuple[Style, Style, int, int, int]:
+        """(base style, gutter style, width, scroll x, scroll y), read afresh: the component styles too, so a
+        theme or class change anywhere above is honoured."""
         self._styles.clear()
         base = self.rich_style
-        self._frame = (base, base + self._style("logview--gutter"), self.size.width, *self.scroll_offset)
+        return base, base + self._style("logview--gutter"), self.size.width, *self.scroll_offset
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Styles, size and scroll offset are read once per render, not once per row (`rich_style` walks every
+        ancestor's styles; per row it was over half of a log frame's cost)."""
+        self._frame = self._new_frame()
         try:
             return super().render_lines(crop)
         finally:
             self._frame = None
 
     def render_line(self, y: int) -> Strip:
-        frame = self._frame
-        if frame is None:  # called outside render_lines (Textual's own paths or a test)
-            base = self.rich_style
-            frame = (base, base + self._style("logview--gutter"), self.size.width, *self.scroll_offset)
-        base, gutter, width, scroll_x, scroll_y = frame
+        # outside render_lines (Textual's own paths, a test): a frame of its own
+        base, gutter, width, scroll_x, scroll_y = self._frame or self._new_frame()
         row = scroll_y + y
         if row >= self._nrows:
             return Strip.blank(width, base)
