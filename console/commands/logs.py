@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
                         seen = end
 
         ctl.subscribe(on_events)
+        ctl.watch_log(name, True)  # a person reads it as it comes: the host sends lines at once, not in batches
         while True:
             sys.stdout.write((await q.get()).decode("utf-8", "replace"))
             sys.stdout.flush()

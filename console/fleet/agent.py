@@ -19,7 +19,7 @@ from console.gpu import nvsmi
 from console.sglang.command import shell_path
 
 AGENT_SOURCE = r'''
-import os, re, sys, time, shlex, subprocess
+import os, re, select, sys, time, shlex, subprocess
 out = sys.stdout.buffer
 def w(b):
     out.write(b); out.flush()
@@ -87,13 +87,39 @@ def procs_mode(interval, apps_every, apps_cmd, pattern, fast_every):
             last_text = text
         w(b"==> end\n")
         time.sleep(interval)
+class Pace:
+    """The batching gap of the tail, changed by `gap SECONDS` lines on stdin while it waits (stdin at EOF: fixed)."""
+    def __init__(self, gap):
+        self.gap = gap; self.fd = 0; self.buf = b""
+    def pause(self, secs):
+        if self.fd is None:
+            time.sleep(secs); return
+        try:
+            ready = select.select([self.fd], [], [], secs)[0]
+            data = os.read(self.fd, 4096) if ready else None
+        except (OSError, ValueError):
+            self.fd = None; time.sleep(secs); return
+        if data is None:
+            return
+        if not data:
+            self.fd = None; return
+        self.buf = (self.buf + data)[-4096:]
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            words = line.split()
+            if len(words) == 2 and words[0] == b"gap":
+                try:
+                    self.gap = min(5.0, max(0.0, float(words[1])))
+                except ValueError:
+                    pass
 def tail_mode(pairs, max_frame, gap):
     files = [[p, int(o), False] for p, o in pairs]
-    idle = 0.0; last_send = 0.0
+    idle = 0.0; last_send = 0.0; pace = Pace(gap)
     while True:
-        wait = last_send + gap - time.monotonic()
+        wait = last_send + pace.gap - time.monotonic()
         if wait > 0:
-            time.sleep(wait)  # lines are streaming: let a few more gather, one write for all of them
+            pace.pause(wait)  # lines are streaming: let a few more gather, one write for all of them
+            continue  # (or a new pace came in: wait by that one)
         frames = []
         for i, f in enumerate(files):
             path, off, gone = f
@@ -118,7 +144,7 @@ def tail_mode(pairs, max_frame, gap):
         if frames:
             w(b"".join(frames)); last_send = time.monotonic(); idle = 0.0
             continue
-        time.sleep(0.01)
+        pace.pause(0.01)
         idle += 0.01
         if idle >= 1.0:
             w(b"==> hb\n"); idle = 0.0
@@ -303,17 +329,29 @@ def agent_procs_command(python: str, interval_s: float = 1.0, apps_every_s: floa
             f"{fast_every_s:g}")
 
 
-TAIL_GAP_S = 0.05
-"""While lines keep coming, the tail writes at most this often (one SSH packet for every file's news).
+TAIL_GAP_S = 0.25
+"""While lines keep coming and nobody reads them live, the tail writes at most this often (one SSH packet for
+every file's news). A line after a quiet spell still goes out within the 10 ms poll.
 
-A line after a quiet spell goes out within the 10 ms poll; a stream of them (16 servers × 50 lines/s)
-arrives in ~20 batches a second per host instead of one packet per line, which was most of the
-console's CPU in benchmarks/bench_console_cpu.py."""
+Every packet costs the console its SSH decrypt, a loop wake-up and a state update whatever it carries: 16 servers
+× 50 lines/s came in 20 batches a second per host at 50 ms, most of the console's CPU in
+benchmarks/bench_console_cpu.py. The fleet panes repaint once a second (ui/app.py SYNC_MIN_S), so 4 batches a
+second show them the same lines."""
+
+TAIL_GAP_LIVE_S = 0.05
+"""The gap while a person reads one of the host's logs as it comes (a server screen on top, `logs -f`): the
+console sends `gap 0.05` on the tail's stdin (`HostLink.watch_log`), and the log view scrolls at ~20 Hz."""
+
+
+def tail_pace_line(gap_s: float) -> bytes:
+    """What the running tail agent reads on stdin to batch by `gap_s` from now on."""
+    return f"gap {gap_s:g}\n".encode()
 
 
 def agent_tail_command(python: str, files: list[tuple[str, int]], max_frame: int = MAX_FRAME,
                        gap_s: float = TAIL_GAP_S) -> str:
-    """The multiplexed tail of every server log, from the byte offsets already read."""
+    """The multiplexed tail of every server log, from the byte offsets already read; `gap_s` until a
+    `tail_pace_line` on its stdin changes it."""
     words = " ".join(f"{shell_path(p)} {int(o)}" for p, o in files)
     return (f"exec {_python(python)} -I -S -u -c {shlex.quote(AGENT_SOURCE)} tail {max_frame} {gap_s:g} "
             f"{words}")

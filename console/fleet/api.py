@@ -86,6 +86,11 @@ class FleetApi(Protocol):
 
     async def reconnect(self, host: str) -> None: ...
 
+    def watch_log(self, name: str, on: bool) -> None:
+        """A view that shows this server's log as it comes opened (on) or closed (off; one per on): while any is
+        open, the server's host sends log news at once instead of in quarter-second batches (fleet/agent.py)."""
+        ...
+
     async def server_url(self, name: str) -> str:
         """Base URL (`http://127.0.0.1:PORT`) reaching the server, through the tunnel when needed."""
         ...

@@ -73,6 +73,8 @@ class FleetController:
         self._poll_ms = poll_ms or fleet.console.poll_ms
         self._listeners: list[Listener] = []
         self.links: dict[str, HostLink] = {}
+        self._log_watch_hosts: dict[str, str] = {}
+        """Servers `watch_log` was called for, and their host."""
         self._locks: dict[str, asyncio.Lock] = {}
         self._launched_at: dict[str, float] = {}
         self.launching: dict[str, set[int]] = {}
@@ -404,6 +406,17 @@ class FleetController:
 
     async def reconnect(self, host: str) -> None:
         await self.links[host].reconnect()
+
+    def watch_log(self, name: str, on: bool) -> None:
+        s = self.state.servers.get(name)
+        host = s.meta.host if on and s is not None else self._log_watch_hosts.get(name)
+        if host is None:
+            return
+        if on:
+            self._log_watch_hosts[name] = host  # the off call finds it even after the server left the state
+        link = self.links.get(host)
+        if link is not None:
+            link.watch_log(name, on)
 
     async def server_url(self, name: str) -> str:
         if name.startswith(ROUTER_PREFIX):  # an SGLang router in front of replicas (console/router/): chat/probe/bench

@@ -14,13 +14,14 @@ import contextlib
 import random
 import shlex
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from console.config import Host
 from console.fleet import liveness
-from console.fleet.agent import agent_procs_command, agent_tail_command
+from console.fleet.agent import TAIL_GAP_LIVE_S, TAIL_GAP_S, agent_procs_command, agent_tail_command, tail_pace_line
 from console.fleet.events import (
     Event,
     GpuSample,
@@ -109,6 +110,10 @@ class HostLink:
         self._sem = asyncio.Semaphore(max_commands)
         self._tails: dict[str, TailSpec] = {}
         self._tail_changed = asyncio.Event()
+        self._watched: Counter[str] = Counter()
+        """Servers whose log a person reads as it comes (`watch_log`), with how many views read each."""
+        self._tail_stream: RemoteStream | None = None
+        """The running tail agent, which takes its pace on stdin."""
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._dead = asyncio.Event()
@@ -173,6 +178,24 @@ class HostLink:
     def untail(self, server: str) -> None:
         if self._tails.pop(server, None) is not None:
             self._tail_changed.set()
+
+    def watch_log(self, server: str, on: bool) -> None:
+        """A log view of `server` opened (on) or closed: while any of this host's logs is read live, its tail
+        sends news every TAIL_GAP_LIVE_S instead of batching for TAIL_GAP_S; the running agent is told at once."""
+        before = self.tail_gap
+        if on:
+            self._watched[server] += 1
+        elif self._watched[server] > 1:
+            self._watched[server] -= 1
+        else:
+            self._watched.pop(server, None)
+        if self.tail_gap != before and self._tail_stream is not None:
+            self._tail_stream.send(tail_pace_line(self.tail_gap))
+
+    @property
+    def tail_gap(self) -> float:
+        """The tail's batching gap now: short while someone reads one of this host's logs live."""
+        return TAIL_GAP_LIVE_S if self._watched else TAIL_GAP_S
 
     def tail_offset(self, server: str) -> int | None:
         t = self._tails.get(server)
@@ -265,8 +288,8 @@ class HostLink:
         q: asyncio.Queue[bytes | None] = asyncio.Queue()
         return stream, q, asyncio.create_task(_pump(stream, q))
 
-    async def _open_stream(self, command: str) -> RemoteStream:
-        stream = await self.transport.stream(self._prefix + command)
+    async def _open_stream(self, command: str, stdin: bool = False) -> RemoteStream:
+        stream = await self.transport.stream(self._prefix + command, stdin=stdin)
         self.streams_opened += 1
         self._opened[id(stream)] = (self._prefix + command, time.monotonic())
         return stream
@@ -395,15 +418,18 @@ class HostLink:
                 await self._tail_changed.wait()
                 continue
             files = [(t.path, t.offset) for t in specs]
-            agent = self.use_agent
+            agent, gap = self.use_agent, self.tail_gap
             try:
-                stream = await self._open_stream(agent_tail_command(self.host.python, files) if agent
-                                                 else tail_command(files))
+                stream = await self._open_stream(agent_tail_command(self.host.python, files, gap_s=gap)
+                                                 if agent else tail_command(files), stdin=agent)
             except TransportError as e:
                 for t in specs:
                     self.emit([LogError(t.server, time.time(), str(e))])
                 await asyncio.sleep(2)
                 continue
+            self._tail_stream = stream if agent else None
+            if agent and gap != self.tail_gap:  # a view opened or closed while the stream was starting
+                stream.send(tail_pace_line(self.tail_gap))
             t0 = time.monotonic()
             seen = [t0, 0.0]  # last chunk (monotonic), chunks so far
             reading = asyncio.create_task(self._consume_tail(stream, specs, seen))
@@ -423,6 +449,7 @@ class HostLink:
                         break  # no heartbeat: the loop or the link is stuck; restart the tail
             finally:
                 changed.cancel()
+                self._tail_stream = None
                 await self._shut(stream, reading)
 
     async def _consume_tail(self, stream: RemoteStream, specs: list[TailSpec], seen: list[float]) -> None:

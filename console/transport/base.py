@@ -56,6 +56,11 @@ class RemoteStream(Protocol):
         """Raw stdout bytes as they arrive; ends when the process or the link ends."""
         ...
 
+    def send(self, data: bytes) -> bool:
+        """Write to the process's stdin (a stream opened with `stdin=True`); False when it can no longer take
+        input (the process or the link ended, or it was opened without stdin)."""
+        ...
+
     async def close(self) -> None: ...
 
     @property
@@ -76,7 +81,10 @@ class Transport(Protocol):
 
     async def run(self, command: str, *, timeout: float | None = 30.0, input: str | None = None) -> CommandResult: ...
 
-    async def stream(self, command: str) -> RemoteStream: ...
+    async def stream(self, command: str, *, stdin: bool = False) -> RemoteStream:
+        """Start a long-lived command. Its stdin is /dev/null unless `stdin`: then `send` writes to it (the log
+        tail agent takes its pace that way); a command that never reads it must not get one."""
+        ...
 
     async def forward_local(self, remote_host: str, remote_port: int) -> int:
         """Open (or reuse) a local port forwarded to remote_host:remote_port; return the local port."""

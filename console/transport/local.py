@@ -66,6 +66,16 @@ class LocalStream:
                 return
             yield data
 
+    def send(self, data: bytes) -> bool:
+        pipe = self._proc.stdin
+        if pipe is None or pipe.is_closing() or self._proc.returncode is not None:
+            return False
+        try:
+            pipe.write(data)  # a few bytes now and then: the pipe's buffer takes them, no drain needed
+        except (OSError, RuntimeError):
+            return False
+        return True
+
     async def close(self) -> None:
         if self._proc.returncode is None:
             await _kill_group(self._proc)
@@ -195,10 +205,11 @@ class LocalTransport:
             self.on_command(result)
         return result
 
-    async def stream(self, command: str) -> LocalStream:
+    async def stream(self, command: str, *, stdin: bool = False) -> LocalStream:
         self._require(command)
         proc = await asyncio.create_subprocess_exec(
-            SHELL, "-c", command, start_new_session=True, stdin=asyncio.subprocess.DEVNULL,
+            SHELL, "-c", command, start_new_session=True,
+            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
         s = LocalStream(proc)
         self._streams.add(s)

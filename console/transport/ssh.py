@@ -48,10 +48,12 @@ def _text(data: Any) -> str:
 class SshStream:
     """A remote process on its own channel; close() closes the channel, which ends `tail -F` (SIGPIPE)."""
 
-    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], release: Callable[[], None]) -> None:
+    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], release: Callable[[], None],
+                 writable: bool = False) -> None:
         self._proc = proc
         self._release = release
         self._released = False
+        self._writable = writable
 
     async def chunks(self) -> AsyncIterator[bytes]:
         try:
@@ -66,6 +68,15 @@ class SshStream:
         with contextlib.suppress(TimeoutError, asyncssh.Error, OSError):
             await asyncio.wait_for(self._proc.wait_closed(), 5)
         self._done()
+
+    def send(self, data: bytes) -> bool:
+        if not self._writable or self._released:
+            return False
+        try:
+            self._proc.stdin.write(data)
+        except (asyncssh.Error, OSError, BrokenPipeError):
+            return False
+        return True
 
     async def close(self) -> None:
         self._proc.close()
@@ -354,15 +365,16 @@ class SshTransport:
         if self.on_command is not None:
             self.on_command(CommandResult(self.host, command, None, "", error, time.monotonic() - start))
 
-    async def stream(self, command: str) -> SshStream:
+    async def stream(self, command: str, *, stdin: bool = False) -> SshStream:
         conn = self._require(command)
         release = self._take_channel()
         try:
-            proc = await conn.create_process(command, encoding=None, stdin=asyncssh.DEVNULL, stderr=asyncssh.DEVNULL)
+            proc = await conn.create_process(command, encoding=None, stdin=asyncssh.PIPE if stdin else asyncssh.DEVNULL,
+                                             stderr=asyncssh.DEVNULL)
         except (OSError, asyncssh.Error) as e:
             release()
             raise TransportError(self.host, f"cannot open a channel: {_describe(e)}", command) from None
-        return SshStream(proc, release)
+        return SshStream(proc, release, writable=stdin)
 
     def _take_channel(self) -> Callable[[], None]:
         """Count one session channel; the returned callable gives it back (once, and only to its own link)."""

@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from console.fleet.agent import agent_procs_command, agent_tail_command
+from console.fleet.agent import agent_procs_command, agent_tail_command, tail_pace_line
 from console.fleet.logtail import Chunk, FrameReader
 from tests.patience import patient
 
@@ -17,8 +17,8 @@ from tests.patience import patient
 class Reader:
     """Collects an agent's stdout in a thread, each os-level read kept separately."""
 
-    def __init__(self, command: str) -> None:
-        self.proc = subprocess.Popen(["/bin/sh", "-c", command], stdout=subprocess.PIPE)
+    def __init__(self, command: str, stdin: int | None = subprocess.DEVNULL) -> None:
+        self.proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=stdin, stdout=subprocess.PIPE)
         self.reads: list[bytes] = []
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
@@ -77,6 +77,47 @@ def test_tail_delivers_every_byte_once_with_offsets_and_batches_a_stream(tmp_pat
         r.stop()
 
 
+def test_tail_takes_a_new_pace_on_stdin(tmp_path: Path) -> None:
+    """Started batching by an hour: a line after the first send waits; `gap 0` on stdin sends it at once (a log
+    view opened), and the agent keeps that pace (HostLink.watch_log)."""
+    a = tmp_path / "a.log"
+    a.write_bytes(b"")
+    r = Reader(agent_tail_command(sys.executable, [(str(a), 0)], gap_s=3600), stdin=subprocess.PIPE)
+    assert r.proc.stdin is not None
+    try:
+        with a.open("ab", buffering=0) as fa:
+            fa.write(b"first\n")  # after a quiet spell: out within the 10 ms poll, whatever the gap
+            r.wait_for(lambda: b"first\n" in r.data())
+            fa.write(b"second\n")
+            time.sleep(0.5)
+            assert b"second" not in r.data(), "the hour's gap holds it back"
+            r.proc.stdin.write(tail_pace_line(0))
+            r.proc.stdin.flush()
+            r.wait_for(lambda: b"second\n" in r.data())
+            fa.write(b"third\n")
+            r.wait_for(lambda: b"third\n" in r.data())
+        assert b"".join(c.data for c in _chunks(r.data())) == b"first\nsecond\nthird\n"
+    finally:
+        r.stop()
+
+
+def test_tail_keeps_its_pace_when_stdin_closes_or_says_nonsense(tmp_path: Path) -> None:
+    a = tmp_path / "a.log"
+    a.write_bytes(b"")
+    r = Reader(agent_tail_command(sys.executable, [(str(a), 0)], gap_s=0), stdin=subprocess.PIPE)
+    assert r.proc.stdin is not None
+    try:
+        r.proc.stdin.write(b"gap fast\nhello\n" + b"x" * 10_000 + b"\n")
+        r.proc.stdin.close()  # EOF: no more pace changes, the tail goes on
+        with a.open("ab", buffering=0) as fa:
+            for i in range(3):
+                fa.write(b"line %d\n" % i)
+                r.wait_for(lambda i=i: b"line %d\n" % i in r.data())  # type: ignore[misc]
+        assert r.proc.poll() is None
+    finally:
+        r.stop()
+
+
 def test_tail_reports_truncation_and_a_missing_file(tmp_path: Path) -> None:
     a = tmp_path / "a.log"
     a.write_bytes(b"x" * 100)
@@ -122,3 +163,11 @@ def test_compute_apps_fast_while_a_server_starts_then_slow_once_readings_agree(t
             server.kill()
             server.wait()
         r.stop()
+
+
+def test_agent_source_is_one_shell_word() -> None:
+    """No single quote in the source: shlex.quote keeps it one '...' word, which the journal shows as a digest
+    (journalview.compact); an apostrophe in a docstring split it and put 5 kB of source in every record."""
+    from console.fleet.agent import AGENT_SOURCE
+
+    assert "'" not in AGENT_SOURCE

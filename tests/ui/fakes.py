@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -202,6 +202,8 @@ class FakeApi:
         self.read_only = read_only
         self.listeners: list[Any] = []
         self.calls: list[tuple[str, Any]] = []
+        self.watched: Counter[str] = Counter()
+        """Log views open per server (`watch_log`)."""
         self.clock = lambda: NOW
 
     def subscribe(self, listener: Any) -> None:
@@ -261,6 +263,9 @@ class FakeApi:
 
     async def reconnect(self, host: str) -> None:
         self.calls.append(("reconnect", host))
+
+    def watch_log(self, name: str, on: bool) -> None:
+        self.watched[name] += 1 if on else -1
 
     async def server_url(self, name: str) -> str:
         return f"http://127.0.0.1:{41000 + (self.state.servers[name].meta.port or 0) % 1000}"

@@ -305,6 +305,30 @@ async def test_log_search_filter_follow_save(make_app, tmp_path) -> None:  # typ
         assert copied and copied[0].splitlines()[-1].startswith("[2026-12-01 14:03:29")
 
 
+async def test_server_screen_asks_for_live_log_news_only_while_on_top(make_app) -> None:  # type: ignore[no-untyped-def]
+    """The host batches its tail for a quarter second unless a log view is on screen (FleetApi.watch_log): the
+    server screen watches while it is on top, not under help, not after Escape, and again when reopened."""
+    api = FakeApi()
+    app = make_app(api)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_server(SERVING)
+        await server_log(pilot)
+        await until(pilot, lambda: api.watched[SERVING] == 1, lambda: f"watched {dict(api.watched)}")
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen) and api.watched[SERVING] == 0,
+                    lambda: f"help on top, watched {dict(api.watched)}")
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, ServerScreen) and api.watched[SERVING] == 1,
+                    lambda: f"server screen again, watched {dict(api.watched)}")
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen) and api.watched[SERVING] == 0,
+                    lambda: f"fleet, watched {dict(api.watched)}")
+        app.open_server(SERVING)  # the kept screen resumes
+        await server_log(pilot)
+        await until(pilot, lambda: api.watched[SERVING] == 1, lambda: f"reopened, watched {dict(api.watched)}")
+    assert api.watched[SERVING] == 0  # the app's exit unmounted it
+
+
 async def test_log_firehose_batches(make_app) -> None:  # type: ignore[no-untyped-def]
     """20k lines arrive between two ticks: one pull, no worker per line, view stays at the tail."""
     from tests.ui.fakes import ScriptedLog

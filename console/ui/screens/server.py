@@ -107,6 +107,7 @@ class ServerScreen(ServerKeys, QuietFrames, Screen):
         """Viewing a previous log: (how far back, its path, its lines); None: the live one."""
         self._bar: tuple[object, ...] | None = None
         self._matches: tuple[str, int] | None = None
+        self._watching = False
 
     def current_server(self) -> ServerState | None:
         return console_app(self).state.servers.get(self.server_name)
@@ -153,12 +154,24 @@ class ServerScreen(ServerKeys, QuietFrames, Screen):
 
     def on_screen_suspend(self) -> None:
         self._backstop.pause()  # kept built for a quick reopen (DflashApp.open_server), idle meanwhile
+        self._watch(False)
 
     def on_screen_resume(self) -> None:
         if hasattr(self, "_backstop"):
             self._backstop.resume()
             self.sync()
             self._pull()
+        self._watch(True)
+
+    def on_unmount(self) -> None:
+        self._watch(False)
+
+    def _watch(self, on: bool) -> None:
+        """The log is on screen (on) or not: its host sends news at once while it is (FleetApi.watch_log)."""
+        api = console_app(self).api
+        if on != self._watching and api is not None:
+            self._watching = on
+            api.watch_log(self.server_name, on)
 
     def _pull(self) -> None:
         self._last_pull = time.monotonic()
