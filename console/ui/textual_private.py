@@ -20,6 +20,8 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
    gets its frame at once instead of after four event-loop turns (`draw_now`).
 6. `Screen._refresh_layout`, `Screen._compositor_refresh` (Textual's layout-and-frame and frame steps):
    `QuietFrames` runs them with the garbage collector paused (console/ui/gcpolicy.py).
+7. `Widget._set_dirty` (every repaint of a widget goes through it): `StillStrips` gives a frame the strips a
+   widget gave the last one while nothing has marked it dirty since.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from typing import Any
 
 from textual.app import App
 from textual.driver import Driver
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.screen import Screen
+from textual.strip import Strip
 from textual.widget import Widget
 
 from console.ui.gcpolicy import paused_during_frame
@@ -173,3 +176,33 @@ class QuietFrames:
     def _compositor_refresh(self) -> None:
         with paused_during_frame():
             Screen._compositor_refresh(self)  # type: ignore[arg-type]
+
+
+# -- 7. a still widget's strips, given again -------------------------------------------------------------
+class StillStrips:
+    """Mixed into the fleet screen's many widgets (before Widget): a frame gets the strips this widget gave the
+    last one, as long as nothing has marked it dirty since and the frame asks for the same crop.
+
+    A frame renders every widget under the union of its dirty regions, and on the fleet screen that union is
+    most of the terminal: one changed pane in each corner makes Textual render all 64 panes, their host bands
+    and their rows again from their line caches (background colours, regions, filters on every line). That was
+    85 % of an idle fleet frame (benchmarks/bench_console_cpu.py). Textual's own line cache trusts the same
+    signal: every repaint goes through `Widget._set_dirty` (a refresh, a resize, a style or focus change, a
+    text selection), which drops the memo here; the line filters (theme, NO_COLOR) are part of the key.
+    """
+
+    _still: tuple[tuple[object, ...], list[Strip]] | None = None
+
+    def _set_dirty(self, *regions: Region) -> None:
+        self._still = None
+        super()._set_dirty(*regions)  # type: ignore[misc]
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        widget: Widget = self  # type: ignore[assignment]
+        key = (crop, widget.outer_size, *map(id, widget.get_line_filters()))
+        still = self._still
+        if still is not None and still[0] == key:
+            return still[1]
+        strips: list[Strip] = super().render_lines(crop)  # type: ignore[misc]
+        self._still = (key, strips)
+        return strips

@@ -211,3 +211,58 @@ async def test_quiet_frames_pause_the_collector_only_while_a_frame_is_drawn() ->
             assert seen and not gc.isenabled()
         finally:
             gc.enable()
+
+
+class _Still(tp.StillStrips, Static, can_focus=True):
+    pass
+
+
+class _Board(App[None]):
+    CSS = """
+    _Still { height: 3; border: round white; }
+    _Still:focus { border: double red; }
+    _Still.-hot { background: red; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield _Still("alpha", id="a")
+        yield _Still("beta", id="b")
+
+
+def _text(strips: list) -> str:  # type: ignore[type-arg]
+    return "\n".join(s.text for s in strips)
+
+
+async def test_still_strips_are_given_again_only_while_nothing_marked_the_widget_dirty() -> None:
+    """7. `Widget._set_dirty`: a StillStrips widget gives the same strips (not a render) until a refresh, an update,
+    a class, focus or a resize marks it dirty; after each, what it gives is what Textual renders without the memo."""
+    from textual.geometry import Region
+
+    app = _Board()
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        a = app.query_one("#a", _Still)
+
+        def crop() -> Region:
+            return Region(0, 0, a.outer_size.width, a.outer_size.height)
+
+        def fresh() -> list:  # type: ignore[type-arg]
+            a._still = None  # what Textual itself renders now, from a cleared line cache
+            a._styles_cache.clear()
+            return a.render_lines(crop())
+
+        first = a.render_lines(crop())
+        assert a.render_lines(crop()) is first  # nothing happened: the same strips
+        assert a.render_lines(Region(0, 1, 10, 1)) is not first  # another crop is rendered
+
+        for change in (lambda: a.update("gamma"), lambda: a.add_class("-hot"), a.focus,
+                       lambda: setattr(a.styles, "height", 5), lambda: a.refresh(Region(0, 0, 5, 1))):
+            before = a.render_lines(crop())
+            change()
+            await pilot.pause()
+            after = a.render_lines(crop())
+            assert after is not before
+            assert after == fresh(), change
+        assert "gamma" in _text(after) and "╔" in _text(after) and a.outer_size.height == 5
+        assert any(seg.style and seg.style.bgcolor and seg.style.bgcolor.triplet == (255, 0, 0)
+                   for seg in after[1]), "the -hot background is drawn"

@@ -18,7 +18,7 @@ from console.ui.actions import MUTATING
 from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.console_app import console_app
 from console.ui.layout import FleetLayout, fleet_layout
-from console.ui.textual_private import QuietFrames
+from console.ui.textual_private import QuietFrames, StillStrips
 from console.ui.views import pane_matches, pane_view
 from console.ui.visibility import update_row, visible_widgets
 from console.ui.widgets.activity import ActivityLog
@@ -47,7 +47,7 @@ class HostList(VerticalScroll, can_focus=False, inherit_bindings=False):
             band.catch_up(visible)
 
 
-class Shelf(Horizontal):
+class Shelf(StillStrips, Horizontal):
     """One row of host bands side by side (console/ui/layout.py decides which hosts share it)."""
 
     DEFAULT_CSS = "Shelf { height: auto; }"

@@ -12,13 +12,14 @@ from textual.widgets import Static
 
 from console.ui.console_app import console_app
 from console.ui.layout import BandPlace
+from console.ui.textual_private import StillStrips
 from console.ui.views import HostView, host_view
 from console.ui.visibility import CatchUpWhenShown, update_row, visible_widgets
 from console.ui.widgets.gpu_pane import GpuPane, colours, spans
 from console.ui.widgets.router_band import router_bands
 
 
-class HostHeader(CatchUpWhenShown, Static):
+class HostHeader(CatchUpWhenShown, StillStrips, Static):
     """`● ct129  up · 2 GPUs · 1 serving · 1 crashed · live` — the age instead once data is 2.5 s old."""
 
     def __init__(self, host: str) -> None:
@@ -35,7 +36,11 @@ class HostHeader(CatchUpWhenShown, Static):
             update_row(self, spans(view.header, colours(self)))
 
 
-class HostBand(Vertical):
+class PaneGrid(StillStrips, Container):
+    """The grid of a host's GPU panes."""
+
+
+class HostBand(StillStrips, Vertical):
     """A host and its GPUs; its place in the fleet layout sets its grid's columns and row height."""
 
     DEFAULT_CSS = """
@@ -51,7 +56,7 @@ class HostBand(Vertical):
         self._indices: tuple[int, ...] = ()
         self._place: tuple[int, int, int] = (0, 0, 0)
         self._header = HostHeader(host)
-        self._grid = Container(classes="gpus")
+        self._grid = PaneGrid(classes="gpus")
         self._nogpu = Static("waiting for nvidia-smi…", classes="nogpu", markup=False)
         self._nogpu_rows = 1
         self._panes: list[GpuPane] = []
