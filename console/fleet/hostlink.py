@@ -84,6 +84,10 @@ async def _cancel_all(tasks: Sequence[asyncio.Task[Any]]) -> None:
             t.result()
 
 
+YIELD_AFTER_BYTES = 16_384
+"""A tail read this large (about a hundred log lines to parse) is followed by a turn of the event loop."""
+
+
 class HostLink:
     """Supervises one host: connect, stream, watch, reconnect; emits HostUp/Down, samples, log data."""
 
@@ -454,13 +458,17 @@ class HostLink:
 
     async def _consume_tail(self, stream: RemoteStream, specs: list[TailSpec], seen: list[float]) -> None:
         """Chunks straight into the state, in this task: no queue hop and no task per chunk (a flood sends
-        hundreds a second)."""
+        hundreds a second). After a large read the loop gets a turn: a batch of a flooding host arrives as
+        several reads that are already buffered, and parsing them back to back (~5 ms each) held a key press
+        or a frame for all of them."""
         reader = FrameReader()
         with contextlib.suppress(TransportError, OSError):  # the link went: the tail loop reopens
             async for data in stream.chunks():
                 seen[0] = time.monotonic()
                 seen[1] += 1
                 self._on_tail(specs, reader.feed(data))
+                if len(data) >= YIELD_AFTER_BYTES:
+                    await asyncio.sleep(0)
 
     def _on_tail(self, specs: list[TailSpec], items: list[Chunk | Truncated | Missing | str]) -> None:
         events: list[Event] = []

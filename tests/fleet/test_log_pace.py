@@ -63,3 +63,36 @@ async def test_a_watched_log_comes_at_once_and_an_unwatched_one_waits_its_batch(
     await asyncio.sleep(1.0)
     assert not has(ctl, name, "MARK-held-again")
     assert [has(ctl, name, m) for m in ("MARK-first", "MARK-live")] == [True, True]
+
+
+async def test_a_burst_of_buffered_tail_reads_lets_the_loop_run_between_them() -> None:
+    """A batch from a flooding host arrives as several 64 KB reads already buffered; a key press (here: any other
+    task) runs between them, not after all of them."""
+    from console.fleet.events import LogData
+    from console.fleet.hostlink import HostLink, TailSpec
+
+    fleet = make_fleet('[hosts.h]\naddress = "127.0.0.1"\n')
+    order: list[str] = []
+
+    def emit(events: list) -> None:  # type: ignore[type-arg]
+        order.extend("data" for e in events if isinstance(e, LogData))
+
+    link = HostLink("h", fleet.hosts["h"], transport=None, emit=emit)  # type: ignore[arg-type]
+    spec = TailSpec("s", "/log", 0)
+    link._tails["s"] = spec
+    line = b"[2026-12-01 14:10:00 TP0] Decode batch. #running-req: 1, gen throughput (token/s): 99.0\n"
+    body = line * (65_000 // len(line))
+
+    class Buffered:
+        async def chunks(self):  # type: ignore[no-untyped-def]
+            for i in range(4):
+                yield b"==> 0 %d %d\n" % (i * len(body), len(body)) + body  # no await: all of it is buffered
+
+    async def other() -> None:
+        await asyncio.sleep(0)
+        order.append("key")
+
+    task = asyncio.create_task(other())
+    await link._consume_tail(Buffered(), [spec], [0.0, 0.0])  # type: ignore[arg-type]
+    await task
+    assert order.count("data") == 4 and order.index("key") < 3, order

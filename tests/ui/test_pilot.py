@@ -349,7 +349,7 @@ async def test_log_firehose_batches(make_app) -> None:  # type: ignore[no-untype
 
 
 async def test_log_pulls_slow_down_only_while_the_log_floods(make_app) -> None:  # type: ignore[no-untyped-def]
-    """A flood (more than half a view a pull) is pulled at most 20 times a second; a line now and then, or a steady
+    """A flood (more than half a view a pull) is pulled at most 10 times a second; a line now and then, or a steady
     line every 50 ms, is pulled at once (bench 1's load)."""
     from console.ui.screens.server import PULL_FLOOD_S, PULL_MIN_S
     from tests.ui.fakes import ScriptedLog

@@ -50,11 +50,12 @@ def timeline_table(rows: tuple[tuple[str, float | None, float | None], ...], c: 
 PULL_MIN_S = 0.03
 """New log lines reach the screen within one frame or so, at most ~33 pulls a second (a server logging a
 line every 50 ms has each one on screen at once: benchmarks/bench_log_latency.py)."""
-PULL_FLOOD_S = 0.05
+PULL_FLOOD_S = 0.1
 """While pulls bring more than half a view of lines at a time (a flood: every row changes in every frame
-anyway), at most 20 pulls (frames) a second. Each pull redraws the whole view (5-10 ms at 200x60, twice
-that when the other core is busy), and a key pressed meanwhile waits for the frame in progress
-(benchmarks/bench_keypress.py)."""
+anyway, too fast to read), at most 10 pulls (frames) a second. Each pull redraws the whole view (5-10 ms at
+200x60, twice that when the other core is busy), and a key pressed meanwhile waits for the frame in progress
+(benchmarks/bench_keypress.py: 20 a second cost 4-8 % more of a core under its flood, and the keys' medians
+rose with it)."""
 
 
 class ServerScreen(ServerKeys, QuietFrames, Screen):
