@@ -22,6 +22,8 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
    `QuietFrames` runs them with the garbage collector paused (console/ui/gcpolicy.py).
 7. `Widget._set_dirty` (every repaint of a widget goes through it): `StillStrips` gives a frame the strips a
    widget gave the last one while nothing has marked it dirty since.
+8. `Widget._scroll_update` (a scrolling widget's scrollbars from its virtual size): `set_virtual_size` grows a
+   log view without re-arranging the whole screen.
 """
 
 from __future__ import annotations
@@ -206,3 +208,24 @@ class StillStrips:
         strips: list[Strip] = super().render_lines(crop)  # type: ignore[misc]
         self._still = (key, strips)
         return strips
+
+
+# -- 8. a virtual size without a layout ------------------------------------------------------------------
+def set_virtual_size(widget: Widget, size: Size) -> None:
+    """Set a scrolling widget's virtual size and update its scrollbars, without a layout of the whole screen.
+
+    `virtual_size` is a layout reactive: a log view that grows by a pull (every pull, until its buffer is full)
+    made Textual re-arrange and redraw the whole screen, a quarter of the console's CPU with a log view open
+    under a flood (benchmarks/bench_keypress.py). What a new virtual size changes is the scrollbars' thumbs and,
+    rarely, whether a scrollbar is shown; `_scroll_update` does both, and a scrollbar that appears or goes still
+    asks for the layout it needs (`show_*_scrollbar` are layout reactives). If Textual moved, the reactive is set.
+    """
+    if widget.virtual_size == size:
+        return
+    try:
+        update = widget._scroll_update
+    except AttributeError:  # Textual moved: its own way, with the layout
+        widget.virtual_size = size
+        return
+    widget.set_reactive(Widget.virtual_size, size)
+    update(size)

@@ -266,3 +266,48 @@ async def test_still_strips_are_given_again_only_while_nothing_marked_the_widget
         assert "gamma" in _text(after) and "╔" in _text(after) and a.outer_size.height == 5
         assert any(seg.style and seg.style.bgcolor and seg.style.bgcolor.triplet == (255, 0, 0)
                    for seg in after[1]), "the -hot background is drawn"
+
+
+class _Lines(App[None]):
+    def compose(self) -> ComposeResult:
+        from textual.scroll_view import ScrollView
+
+        yield ScrollView(id="lines")
+
+
+async def test_set_virtual_size_moves_the_scrollbars_without_a_screen_layout() -> None:
+    """8. `Widget._scroll_update`: a taller virtual size updates the thumb and the scroll range with no layout of
+    the screen; a scrollbar that must appear still gets the layout that shows it."""
+    from textual.geometry import Size
+    from textual.scroll_view import ScrollView
+
+    app = _Lines()
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        view = app.query_one("#lines", ScrollView)
+        tp.set_virtual_size(view, Size(20, 5))  # fits: no scrollbar
+        await pilot.pause()
+        assert not view.show_vertical_scrollbar
+        tp.set_virtual_size(view, Size(20, 100))  # taller than the view: the scrollbar appears (a layout)
+        await pilot.pause()
+        assert view.show_vertical_scrollbar and view.vertical_scrollbar.window_virtual_size == 100
+
+        layouts: list[int] = []
+        real = app.screen._refresh_layout
+
+        def counted(*a, **k):  # type: ignore[no-untyped-def]
+            layouts.append(1)
+            return real(*a, **k)
+
+        app.screen._refresh_layout = counted  # type: ignore[method-assign]
+        tp.set_virtual_size(view, Size(20, 5000))
+        assert view.vertical_scrollbar.window_virtual_size == 5000 and view.max_scroll_y == 5000 - view.size.height
+        view.scroll_end(animate=False, immediate=True)
+        assert view.scroll_y == view.max_scroll_y
+        await pilot.pause()
+        await pilot.pause()
+        assert not layouts  # Textual's own `virtual_size = ...` re-arranges the screen here
+        view.virtual_size = Size(20, 6000)
+        await pilot.pause()
+        await pilot.pause()
+        assert layouts

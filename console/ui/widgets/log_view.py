@@ -17,6 +17,7 @@ from textual.strip import Strip
 
 from console.ui import format as fmt
 from console.ui.logsearch import filter_rows, level_of
+from console.ui.textual_private import set_virtual_size
 from console.ui.widgets.fast_scrollbar import CachedScrollBarRender
 
 GUTTER = 7
@@ -149,7 +150,7 @@ class LogView(ScrollView, can_focus=True):
             self._append(list(islice(reversed(lines), new_n))[::-1] if new_n else [], count, len(lines))
         if self.wrap:
             self._rewrap_tail()
-        self.virtual_size = Size(self.size.width if self.wrap else self._width + 8, self._nrows)
+        set_virtual_size(self, Size(self.size.width if self.wrap else self._width + 8, self._nrows))
         if self.follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
             self.call_after_refresh(self._stick)
