@@ -119,6 +119,17 @@ def make_fleet(text: str) -> Fleet:
     return parse_fleet("[console]\npoll_ms = 500\n" + text, "test-hosts.toml")
 
 
+async def launch_small(h: SimSsh, controller_factory: Callable[..., FleetController]) -> tuple[FleetController, str, str]:
+    """A started controller for sim host `h` with its `small` preset launched on GPU 0 and ready:
+    (controller, server name, its log path)."""
+    ctl = controller_factory(make_fleet(h.section() + preset_toml("small", h, [0], 30000)))
+    await ctl.start()
+    out = await ctl.launch("small", wait=True)
+    assert out.ok, out.message
+    name = out.servers[0]
+    return ctl, name, ctl.state.servers[name].meta.log_path or ""
+
+
 @pytest.fixture
 async def controller_factory() -> AsyncIterator[Callable[..., FleetController]]:
     made: list[FleetController] = []

@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 import console.fleet.hostlink as hostlink
-from tests.fleet.conftest import make_fleet, preset_toml
+from tests.fleet.conftest import launch_small, make_fleet
 from tests.fleet.test_lifecycle import wait_for
 
 
@@ -21,13 +21,7 @@ def has(ctl, name: str, mark: str) -> bool:  # type: ignore[no-untyped-def]
 async def test_a_watched_log_comes_at_once_and_an_unwatched_one_waits_its_batch(
         sim_ssh, controller_factory, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     h = sim_ssh("paced")
-    fleet = make_fleet(h.section() + preset_toml("small", h, [0], 30000))
-    ctl = controller_factory(fleet)
-    await ctl.start()
-    out = await ctl.launch("small", wait=True)
-    assert out.ok, out.message
-    name = out.servers[0]
-    log = ctl.state.servers[name].meta.log_path
+    ctl, name, log = await launch_small(h, controller_factory)
     link = ctl.links["paced"]
 
     def append(mark: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from tests.fleet.conftest import make_fleet, preset_toml
+from tests.fleet.conftest import launch_small, make_fleet
 from tests.fleet.test_lifecycle import wait_for
 
 
@@ -17,13 +17,7 @@ async def test_sessions_killed_mid_tail_no_line_lost_or_repeated(sim_ssh, contro
     from console.sim.control import inject
 
     h = sim_ssh("flaky")
-    fleet = make_fleet(h.section() + preset_toml("small", h, [0], 30000))
-    ctl = controller_factory(fleet)
-    await ctl.start()
-    out = await ctl.launch("small", wait=True)
-    assert out.ok, out.message
-    name = out.servers[0]
-    log = ctl.state.servers[name].meta.log_path
+    ctl, name, log = await launch_small(h, controller_factory)
     inject(h.dir, 30000, "crash", kind="sigkill")  # the server's own writes must not interleave with ours
     await wait_for(lambda: not ctl.state.servers[name].alive, 10)
     n = 300
