@@ -340,7 +340,8 @@ second show them the same lines."""
 
 TAIL_GAP_LIVE_S = 0.05
 """The gap while a person reads one of the host's logs as it comes (a server screen on top, `logs -f`): the
-console sends `gap 0.05` on the tail's stdin (`HostLink.watch_log`), and the log view scrolls at ~20 Hz."""
+console sends `gap 0.05` on the tail's stdin (`HostLink.watch_log`), so new lines reach the open log view
+within ~50 ms (benchmarks/bench_log_latency.py)."""
 
 
 def tail_pace_line(gap_s: float) -> bytes:

@@ -187,12 +187,9 @@ class HostLink:
         """A log view of `server` opened (on) or closed: while any of this host's logs is read live, its tail
         sends news every TAIL_GAP_LIVE_S instead of batching for TAIL_GAP_S; the running agent is told at once."""
         before = self.tail_gap
-        if on:
-            self._watched[server] += 1
-        elif self._watched[server] > 1:
-            self._watched[server] -= 1
-        else:
-            self._watched.pop(server, None)
+        self._watched[server] += 1 if on else -1
+        if self._watched[server] <= 0:
+            del self._watched[server]
         if self.tail_gap != before and self._tail_stream is not None:
             self._tail_stream.send(tail_pace_line(self.tail_gap))
 

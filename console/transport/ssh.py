@@ -74,7 +74,7 @@ class SshStream:
             return False
         try:
             self._proc.stdin.write(data)
-        except (asyncssh.Error, OSError, BrokenPipeError):
+        except (asyncssh.Error, OSError):  # BrokenPipeError after the channel closed is an OSError
             return False
         return True
 
