@@ -24,22 +24,29 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
    widget gave the last one while nothing has marked it dirty since.
 8. `Widget._scroll_update` (a scrolling widget's scrollbars from its virtual size): `set_virtual_size` grows a
    log view without re-arranging the whole screen.
+9. `Screen._on_layout`, `Screen._screen_resized`, `Screen._compositor` (`size`, `widgets`),
+   `Screen._layout_widgets`, `Message.time` with `textual._time.get_time`, and `AwaitMount._widgets` seen from
+   the frame that calls `Screen.refresh`: `LayoutOnce` drops a layout request that a layout which began after
+   it already served, a resize to the size the screen is already laid out at, and the layout a finished mount
+   asks for when the last layout already placed every widget it mounted.
 """
 
 from __future__ import annotations
 
 import os
 import selectors
+import sys
 from codecs import getincrementaldecoder
 from collections.abc import Container
 from typing import Any
 
+from textual import _time, messages
 from textual.app import App
 from textual.driver import Driver
 from textual.geometry import Region, Size
 from textual.screen import Screen
 from textual.strip import Strip
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 
 from console.ui.gcpolicy import paused_during_frame
 
@@ -229,3 +236,67 @@ def set_virtual_size(widget: Widget, size: Size) -> None:
         return
     widget.set_reactive(Widget.virtual_size, size)
     update(size)
+
+
+# -- 9. one layout per change ----------------------------------------------------------------------------
+class LayoutOnce:
+    """Mixed into the console's screens (before Screen): a change is laid out once, not once more per message.
+
+    Textual asks for a layout by message (`Layout`, from a widget's idle) and lays out when the screen's update
+    timer runs. A layout that runs first (`draw_now`, a screen's resume, a resize) does not cancel the messages
+    already queued, so each arrives to ask for the same layout again: two or three whole-screen layouts
+    (15-50 ms each at 200x60 on a busy 2-core machine) after every server-screen open and every `i`, with
+    a key pressed meanwhile waiting behind them (benchmarks/bench_keypress.py). Here a `Layout` message
+    created before the last whole layout began is dropped (that layout placed its widget: the widget
+    cleared its ancestors' arrangement caches before posting it), and so is a resize to the size the screen
+    was last laid out at (a pushed screen gets one just after its first layout). Anything that changes
+    afterwards asks anew, with a newer message.
+    """
+
+    _laid_out_at = float("-inf")
+    _layout_asked_at = float("-inf")
+
+    def _refresh_layout(self, size: Size | None = None, scroll: bool = False) -> None:
+        screen: Screen = self  # type: ignore[assignment]
+        whole = not scroll or bool(screen._layout_widgets)
+        began = _time.get_time()
+        super()._refresh_layout(size, scroll)  # type: ignore[misc]
+        if whole and screen._compositor.size:
+            self._laid_out_at = began
+            if screen._layout_required and self._layout_asked_at < began:
+                screen._layout_required = False  # asked of the screen before this layout, which served it
+
+    async def _on_layout(self, message: messages.Layout) -> None:
+        if message.time < self._laid_out_at:
+            message.stop()
+            message.prevent_default()
+            return
+        await super()._on_layout(message)  # type: ignore[misc]
+
+    def _screen_resized(self, size: Size) -> None:
+        screen: Screen = self  # type: ignore[assignment]
+        if size == screen._compositor.size and screen.is_attached:
+            return
+        super()._screen_resized(size)  # type: ignore[misc]
+
+    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False,
+                recompose: bool = False) -> Any:
+        if layout and not regions and not recompose:
+            if _mount_already_placed(self, sys._getframe(1)):  # type: ignore[arg-type]
+                return self
+            self._layout_asked_at = _time.get_time()
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)  # type: ignore[misc]
+
+
+def _mount_already_placed(screen: Screen, caller: Any) -> bool:
+    """True if `caller` is Textual's mount-completion step (`AwaitMount`) and every widget it mounted is in the
+    screen's last layout: a pushed screen's own widgets, laid out by its first frame before the mount's
+    awaiter runs (one more whole-screen layout and repaint, for nothing, right after every first open)."""
+    try:
+        mount = caller.f_locals.get("self")
+        if not isinstance(mount, AwaitMount) or mount._parent is not screen:
+            return False
+        placed = screen._compositor.widgets
+        return bool(mount._widgets) and all(w in placed for w in mount._widgets)
+    except (AttributeError, TypeError):  # Textual moved: lay out as it asks
+        return False

@@ -41,3 +41,30 @@ async def test_focus_moves_flip_keys_in_place(make_app) -> None:  # type: ignore
         serving.focus()
         await until(pilot, lambda: dict(shown(footer)).get("stop") is True, "stop enabled again")
         assert list(footer.query("FooterKey")) == keys and shown(footer) == expected(footer)
+
+
+async def test_a_new_screens_first_frame_already_has_its_keys(make_app) -> None:  # type: ignore[no-untyped-def]
+    """Textual's Footer composes its keys only after the screen's first frame, then lays the screen out again:
+    a second whole-screen layout right after every server-screen open, which a key pressed at once waited for
+    (benchmarks/bench_keypress.py). ConsoleFooter composes them before the first frame."""
+    from console.ui.screens.server import ServerScreen
+
+    app = make_app(FakeApi(scenario()))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause()
+        name = next(iter(app.state.servers))
+        firsts: list[list[tuple[str, bool]]] = []
+        real = app._display
+
+        def display(screen, renderable):  # type: ignore[no-untyped-def]
+            if isinstance(screen, ServerScreen) and not firsts:
+                firsts.append(shown(screen.query_one(ConsoleFooter)))
+            return real(screen, renderable)
+
+        app._display = display  # type: ignore[method-assign]
+        app.open_server(name)
+        await until(pilot, lambda: firsts, "the server screen's first frame")
+        footer = app.screen.query_one(ConsoleFooter)
+        assert firsts[0] and ("back", True) in firsts[0] and ("toggle_info", True) in firsts[0]
+        await pilot.pause()
+        assert shown(footer) == firsts[0] == expected(footer)

@@ -94,7 +94,7 @@ async def test_pull_reads_only_new_lines_and_matches_a_full_reread() -> None:
         assert view.follow and view.filtered
         await pilot.pause()
         last = n - CAP + view.rows[-1] + 1  # the gutter numbers lines over the log's life
-        assert view.render_line(view.size.height - 1).text.split()[0] == str(last)
+        assert view.render_line(view.scrollable_content_region.height - 1).text.split()[0] == str(last)
 
 
 async def test_the_cursor_stays_on_its_line_while_the_full_buffer_rotates() -> None:
@@ -113,3 +113,41 @@ async def test_the_cursor_stays_on_its_line_while_the_full_buffer_rotates() -> N
         src.add(batch(CAP + 40, CAP))  # the line itself scrolls out of memory: no cursor on another line
         view.pull()
         assert view.cursor_row is None
+
+
+async def test_scrollbars_are_there_from_the_first_layout_and_lines_fit_beside_them(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The view's scrollbars are always shown (overflow: scroll) and already at its first layout, so that layout
+    does not ask for a second whole-screen one when they appear; wrap hides the horizontal one. Copy and wrap
+    count only the rows and columns a line is visible in, not the ones under the scrollbars."""
+    from textual._compositor import Compositor
+
+    src = CountingLines()
+    src.add([f"{i:>4} " + "x" * 200 for i in range(100)])
+    app = One(src)
+    at_first: list[tuple[bool, bool]] = []
+    real = Compositor.reflow
+
+    def reflow(self, parent, size):  # type: ignore[no-untyped-def]
+        views = list(parent.query(LogView)) if not at_first else []
+        if views:
+            at_first.append((views[0].vertical_scrollbar.display, views[0].horizontal_scrollbar.display))
+        return real(self, parent, size)
+
+    monkeypatch.setattr(Compositor, "reflow", reflow)
+    async with app.run_test(size=(80, 20)) as pilot:
+        view = app.query_one(LogView)
+        view.pull(force=True)
+        await pilot.pause()
+        await pilot.pause()
+        assert at_first == [(True, True)]
+        assert view.vertical_scrollbar.display and view.horizontal_scrollbar.display
+        seen = view.scrollable_content_region
+        assert (seen.width, seen.height) == (79, 19)
+        assert view.visible_lines()[-1].startswith("  99 ") and len(view.visible_lines()) == 19
+        view.wrap = True
+        await pilot.pause()
+        await pilot.pause()
+        assert view.has_class("-wrap") and not view.horizontal_scrollbar.display
+        assert view.scrollable_content_region.height == 20
+        row = view.render_line(view.scrollable_content_region.height - 1).text
+        assert len(row.rstrip()) <= 79  # a wrapped row ends before the vertical scrollbar

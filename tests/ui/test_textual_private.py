@@ -12,6 +12,7 @@ from pathlib import Path
 import textual
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Static
 
 from console.ui import textual_private as tp
@@ -107,7 +108,8 @@ FENCES = {
 def test_no_other_module_touches_textual_privates() -> None:
     """The fence holds: `textual._*` imports and `._compositor`/`._exit_renderables` only in the fenced modules."""
     pattern = re.compile(r"from textual\._|import textual\._|\._compositor\b|\._exit_renderables\b|_timeout_time"
-                         r"|\._check_refresh\b|\._refresh_layout\b|\._batch_count\b|\._compositor_refresh\b")
+                         r"|\._check_refresh\b|\._refresh_layout\b|\._batch_count\b|\._compositor_refresh\b"
+                         r"|\._layout_widgets\b|\._screen_resized\b|\._layout_required\b|\._on_layout\b")
     found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "console").rglob("*.py"))
              if str(p.relative_to(ROOT)) not in FENCES
              for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
@@ -311,3 +313,75 @@ async def test_set_virtual_size_moves_the_scrollbars_without_a_screen_layout() -
         await pilot.pause()
         await pilot.pause()
         assert layouts
+
+
+class _Once(tp.LayoutOnce, Screen):
+    def compose(self) -> ComposeResult:
+        yield Static("a", id="a")
+        yield Static("b", id="b")
+
+
+class _OnceApp(App[None]):
+    def on_mount(self) -> None:
+        self.push_screen(_Once())
+
+
+def _count_reflows(screen: Screen) -> list[int]:
+    n: list[int] = []
+    real = screen._compositor.reflow
+
+    def counted(*a, **k):  # type: ignore[no-untyped-def]
+        n.append(1)
+        return real(*a, **k)
+
+    screen._compositor.reflow = counted  # type: ignore[method-assign]
+    return n
+
+
+async def test_layout_once_lays_out_each_change_once_and_still_every_change() -> None:
+    """9. `Screen._on_layout` with `Message.time`, `Screen._screen_resized`, `Screen._compositor.size`/`widgets`,
+    and `AwaitMount._widgets` seen from `Screen.refresh`'s caller: a layout request that a later-begun layout
+    served, a resize to the laid-out size, and a finished mount of widgets already placed cost no layout; a
+    new change, a new size and a widget not yet placed still get theirs."""
+    from textual.geometry import Size
+    from textual.widget import AwaitMount
+
+    app = _OnceApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, _Once)
+        a = screen.query_one("#a", Static)
+        reflows = _count_reflows(screen)
+
+        a.styles.margin = (2, 0, 0, 0)  # moves it (its size stays): asks for a layout by message, which
+        tp.draw_now(a)  # draw_now lays out before the message arrives
+        assert len(reflows) == 1 and a.region.y == 2
+        for _ in range(3):
+            await pilot.pause()
+        assert len(reflows) == 1  # the message found its layout done (Textual alone: a second, identical one)
+
+        a.styles.margin = (3, 0, 0, 0)  # a change after that layout: laid out as usual
+        for _ in range(3):
+            await pilot.pause()
+        assert len(reflows) == 2 and a.region.y == 3
+
+        screen._screen_resized(app.size)  # the size it is laid out at: nothing to do
+        assert len(reflows) == 2
+        screen._screen_resized(Size(30, 8))  # a new size: laid out
+        assert len(reflows) == 3 and screen._compositor.size == Size(30, 8)
+        screen._screen_resized(app.size)
+        assert len(reflows) == 4
+
+        for _ in range(3):
+            await pilot.pause()
+        done = len(reflows)
+        await AwaitMount(screen, [a])  # a mount's completion for a widget the last layout placed
+        for _ in range(3):
+            await pilot.pause()
+        assert len(reflows) == done and not screen._layout_required
+        late = Static("late", id="late")
+        await screen.mount(late)  # a widget no layout has placed yet: its layout comes
+        for _ in range(3):
+            await pilot.pause()
+        assert len(reflows) > done and late.region.height == 1 and late in screen._compositor.widgets

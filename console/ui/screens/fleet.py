@@ -18,7 +18,7 @@ from console.ui.actions import MUTATING
 from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.console_app import console_app
 from console.ui.layout import FleetLayout, fleet_layout
-from console.ui.textual_private import QuietFrames, StillStrips
+from console.ui.textual_private import LayoutOnce, QuietFrames, StillStrips
 from console.ui.views import pane_matches, pane_view
 from console.ui.visibility import update_row, visible_widgets
 from console.ui.widgets.activity import ActivityLog
@@ -107,7 +107,7 @@ class ServerKeys:
         console_app(self).request_bench(srv.name if srv else None)
 
 
-class FleetScreen(ServerKeys, QuietFrames, Screen):
+class FleetScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
     """The first screen: host bands flowed into shelves that fill the terminal, one pane per GPU."""
 
     focused: Reactive[Widget | None] = Reactive(None, repaint=False)

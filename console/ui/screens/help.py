@@ -10,7 +10,7 @@ from textual.content import Content
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-from console.ui.textual_private import QuietFrames
+from console.ui.textual_private import LayoutOnce, QuietFrames
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Select", ("left", "right", "up", "down", "mark", "fleet-filter")),
@@ -75,7 +75,7 @@ def key_table(rows: list[tuple[str, str, str, bool]]) -> Content:
     return Content("\n").join(lines)
 
 
-class HelpScreen(QuietFrames, ModalScreen[None]):
+class HelpScreen(LayoutOnce, QuietFrames, ModalScreen[None]):
     """Keys for the current screen; the command palette (ctrl+p) has the rest as `group: verb`.
 
     Opaque on purpose: a translucent modal makes Textual re-render the whole screen below through Rich

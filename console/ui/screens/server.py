@@ -21,7 +21,7 @@ from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.console_app import console_app
 from console.ui.logsearch import find_traceback
 from console.ui.screens.fleet import ServerKeys
-from console.ui.textual_private import QuietFrames, draw_now
+from console.ui.textual_private import LayoutOnce, QuietFrames, draw_now
 from console.ui.views import ServerPage, server_page
 from console.ui.widgets.footer import ConsoleFooter
 from console.ui.widgets.gpu_pane import colours, spans
@@ -58,7 +58,7 @@ anyway, too fast to read), at most 10 pulls (frames) a second. Each pull redraws
 rose with it)."""
 
 
-class ServerScreen(ServerKeys, QuietFrames, Screen):
+class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
     """Log on the left, facts on the right (below when narrow; `i` toggles them)."""
 
     BINDINGS = [
@@ -179,7 +179,7 @@ class ServerScreen(ServerKeys, QuietFrames, Screen):
         self._pull_pending = False
         view = self.query_one(LogView)
         view.pull()
-        self.pull_spacing = PULL_FLOOD_S if view.pulled > max(8, view.size.height // 2) else PULL_MIN_S
+        self.pull_spacing = PULL_FLOOD_S if view.pulled > max(8, view.scrollable_content_region.height // 2) else PULL_MIN_S
         self._sync_bar()
 
     def pull_soon(self) -> None:

@@ -36,7 +36,12 @@ class ConsoleFooter(Footer):
                 set_footer_key_enabled(key, enabled.get(str(getattr(key, "action", "")), True))
             return
         if screen.app.app_focus and self.is_attached and screen is self.screen:
+            first = self._shown is None and not self._bindings_ready
             self._shown = sig  # the recompose Textual schedules now shows these bindings
+            if first:  # Textual waits for the frame after (`call_after_refresh`): the screen's first frame has
+                self._bindings_ready = True  # no keys and the next one lays the whole screen out again; a new
+                self.call_next(self.recompose)  # screen's first frame has them here, in its first layout
+                return
         super().bindings_changed(screen)
 
     def on_mount(self) -> None:
