@@ -301,9 +301,12 @@ class DflashApp(ActionsMixin, App[int]):
 
         if isinstance(self.screen, HelpScreen):
             return
-        key = f"help:{type(self.screen).__name__}"  # one kept per kind of screen: reopening is a resume
+        key = "help"  # one kept for every screen: reopening is a resume
         if self.is_screen_installed(key):
-            cast(HelpScreen, self.get_screen(key)).show_for(self.screen)
+            help_screen = cast(HelpScreen, self.get_screen(key))
+            if help_screen in self.screen_stack:  # under another screen (one opened from the palette over it)
+                return
+            help_screen.show_for(self.screen)
         else:
             self.install_screen(HelpScreen(self.screen), key)
         self.push_screen(key)

@@ -563,9 +563,10 @@ async def test_the_fleet_under_a_server_screen_waits_and_catches_up_when_shown(m
         assert app.screen is fleet and fleet not in app._behind
 
 
-async def test_help_is_kept_per_screen_kind_and_shows_the_keys_of_the_moment(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_help_is_kept_and_shows_the_keys_of_the_moment(make_app) -> None:  # type: ignore[no-untyped-def]
     """`?` again is a resume of the same help screen (no compose, no style pass), and its table follows the
-    selection below it: a server's keys dim on a free GPU."""
+    selection below it: a server's keys dim on a free GPU; over the server screen it is the same screen again,
+    titled and filled with that screen's keys."""
     from textual.widgets import Static
 
     app = make_app()
@@ -585,4 +586,15 @@ async def test_help_is_kept_per_screen_kind_and_shows_the_keys_of_the_moment(mak
         assert app.screen is first
         assert not {i: e for _k, _d, i, e in binding_rows(first.under)}["stop"]
         assert str(first.query_one("#help-keys", Static).render()) == table  # same words; the dimming is style
+        assert first._rows == binding_rows(first.under)
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen), "help closed again", 5)
+        app.open_server(SERVING)
+        await until(pilot, lambda: isinstance(app.screen, ServerScreen), "server screen", 5)
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help over the server screen", 5)
+        assert app.screen is first and isinstance(first.under, ServerScreen)
+        assert str(first.query_one("#help-title", Static).render()) == "Keys: Server screen"
+        shown = str(first.query_one("#help-keys", Static).render())
+        assert "toggle_info" not in shown and " info " in shown and " search " in shown and shown != table
         assert first._rows == binding_rows(first.under)

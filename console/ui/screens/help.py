@@ -61,6 +61,11 @@ def binding_rows(screen: Screen) -> list[tuple[str, str, str, bool]]:
     return [(" ".join(dict.fromkeys(k)), d, i, e) for k, d, i, e in rows.values()]
 
 
+def title_of(screen: Screen) -> str:
+    name = type(screen).__name__
+    return f"Keys: {SCREEN_TITLES.get(name, name)}"
+
+
 def key_table(rows: list[tuple[str, str, str, bool]]) -> Content:
     """Aligned columns (key, keymap id, what it does) under a heading per group, as plain Content (a Rich Table
     took ~50 ms to draw)."""
@@ -93,20 +98,25 @@ class HelpScreen(LayoutOnce, QuietFrames, ModalScreen[None]):
         super().__init__()
         self.under = under
         self._rows = binding_rows(under)
+        self._title = title_of(under)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog"):
-            title = SCREEN_TITLES.get(type(self.under).__name__, type(self.under).__name__)
-            yield Static(f"Keys: {title}", classes="dialog-title", markup=False)
+            yield Static(self._title, classes="dialog-title", markup=False, id="help-title")
             yield Static(key_table(self._rows), markup=False, id="help-keys")
             yield Static("ctrl+p: command palette (server: relaunch, host: reconnect, …)\n"
                          "remap any id in hosts.toml [keymap], e.g. launch = \"ctrl+l\"", classes="help-foot",
                          markup=False)
 
     def show_for(self, under: Screen) -> None:
-        """Reopened (the app keeps one per kind of screen, so an open is a resume, not a compose and a style
-        pass): the keys of this screen below, redrawn only when they differ (a server's keys dim on a free GPU)."""
+        """Reopened (the app keeps one, so an open is a resume, not a compose and a style pass: the first `?` on a
+        server screen cost 70-80 ms of a busy machine's CPU that way): the title and keys of this screen below,
+        each redrawn only when it differs (another kind of screen; a server's keys dim on a free GPU)."""
         self.under = under
+        title = title_of(under)
+        if title != self._title:
+            self._title = title
+            self.query_one("#help-title", Static).update(title)
         rows = binding_rows(under)
         if rows != self._rows:
             self._rows = rows
