@@ -598,3 +598,35 @@ async def test_help_is_kept_and_shows_the_keys_of_the_moment(make_app) -> None: 
         shown = str(first.query_one("#help-keys", Static).render())
         assert "toggle_info" not in shown and " info " in shown and " search " in shown and shown != table
         assert first._rows == binding_rows(first.under)
+
+
+async def test_arrows_move_to_the_nearest_pane_that_way(make_app) -> None:  # type: ignore[no-untyped-def]
+    """The arrows' targets come from the bands the fleet keeps (not a DOM query per key), in screen order, every
+    shown pane of every host; each arrow lands on the nearest one that way."""
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        fleet = app.screen
+        assert isinstance(fleet, FleetScreen)
+        await until(pilot, lambda: len(fleet._targets()) == len(list(fleet.query(GpuPane))) > 4, "every pane")
+        assert fleet._targets() == [p for p in fleet.query("GpuPane, RouterBand") if p.display]
+        first = fleet._targets()[0]
+        first.focus()
+        await pilot.pause()
+        for key, moved in (("right", lambda a, b: b.region.x > a.region.x and b.region.y == a.region.y),
+                           ("left", lambda a, b: b.region.x < a.region.x and b.region.y == a.region.y),
+                           ("down", lambda a, b: b.region.y > a.region.y),
+                           ("up", lambda a, b: b.region.y < a.region.y)):
+            before = fleet.focused
+            await pilot.press(key)
+            await pilot.pause()
+            after = fleet.focused
+            assert isinstance(after, GpuPane) and after is not before and moved(before, after), key
+            ways = [p for p in fleet._targets() if p is not before and moved(before, p)]
+            cx, cy = before.region.center
+            wx, wy = (1, 4) if key in ("right", "left") else (4, 1)
+
+            def dist(p: GpuPane, wx: int = wx, wy: int = wy, cx: int = cx, cy: int = cy) -> int:
+                px, py = p.region.center
+                return wx * abs(px - cx) + wy * abs(py - cy)
+
+            assert dist(after) == min(map(dist, ways)), key
