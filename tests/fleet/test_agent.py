@@ -171,3 +171,73 @@ def test_agent_source_is_one_shell_word() -> None:
     from console.fleet.agent import AGENT_SOURCE
 
     assert "'" not in AGENT_SOURCE
+
+
+# a process in a session of its own that becomes a server without a new pid: after `go` appears it execs python
+# with the marker in its command line (given in two words, so its own command line before that does not match)
+EXECS = """
+import os, sys, time
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(60)", sys.argv[2] + "-" + sys.argv[3]])
+"""
+# a session leader that does not match; after `go` appears it starts a child that does, in its session
+SPAWNS = """
+import os, subprocess, sys, time
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", sys.argv[2] + "-" + sys.argv[3]])
+time.sleep(60)
+"""
+
+
+def _ends(r: Reader) -> int:
+    return r.data().count(b"==> end\n")
+
+
+def _last_rows(r: Reader) -> bytes:
+    """The process rows of the last complete round."""
+    data = r.data()
+    cut = data.rfind(b"==> end\n")
+    start = data.rfind(b"==> ps ", 0, cut)
+    return data[start:cut]
+
+
+def test_process_loop_rereads_only_what_can_have_changed(tmp_path: Path) -> None:
+    """Between full reads (here an hour apart) the loop reads new processes and servers' sessions only: a server
+    with a new pid and the session it joins show at once; a process that execs into a server without a new pid is
+    not read again until the next full read (here: never), which the second agent, with full reads every 0.3 s,
+    shows within a second. Before: every process's stat and command line every round."""
+    marker = f"dfc-scan-test-{time.monotonic_ns()}"
+    pattern = marker.replace("-test-", "[-]test-")  # the agent's own command line carries the pattern
+    go = tmp_path / "go"
+    procs: list[subprocess.Popen[bytes]] = []
+    slow = Reader(agent_procs_command(sys.executable, interval_s=0.02, apps_every_s=3600, apps_command="true",
+                                      pattern=pattern, full_every_s=3600))
+    quick = Reader(agent_procs_command(sys.executable, interval_s=0.02, apps_every_s=3600, apps_command="true",
+                                       pattern=pattern, full_every_s=0.3))
+    try:
+        halves = marker.split("-test-")
+        halves[1] = "test-" + halves[1]
+        execs = subprocess.Popen([sys.executable, "-c", EXECS, str(go), *halves], start_new_session=True)
+        leader = subprocess.Popen([sys.executable, "-c", SPAWNS, str(go), *halves], start_new_session=True)
+        procs += [execs, leader]
+        for r in (slow, quick):  # both have read them (not matching: not reported)
+            n = _ends(r)
+            r.wait_for(lambda r=r, n=n: _ends(r) >= n + 5)
+            assert marker.encode() not in r.data()
+        go.write_text("")
+        for r in (slow, quick):  # the leader's new child matches: it and its leader, read again, show at once
+            r.wait_for(lambda r=r: f"\n{leader.pid} ".encode() in _last_rows(r)
+                       and marker.encode() in _last_rows(r))
+        quick.wait_for(lambda: f"\n{execs.pid} ".encode() in _last_rows(quick), timeout=3)
+        n = _ends(slow)
+        slow.wait_for(lambda: _ends(slow) >= n + 50)  # 50 rounds, ~1 s, after the other agent saw it
+        assert f"\n{execs.pid} ".encode() not in slow.data()  # not read again between full reads
+    finally:
+        slow.stop()
+        quick.stop()
+        for p in procs:
+            p.kill()
+            p.wait()
+        subprocess.run(["pkill", "-9", "-f", marker], capture_output=True)
