@@ -19,7 +19,7 @@ from console.gpu import nvsmi
 from console.sglang.command import shell_path
 
 AGENT_SOURCE = r'''
-import os, re, select, sys, time, shlex, subprocess
+import os, random, re, select, sys, time, shlex, subprocess
 out = sys.stdout.buffer
 def w(b):
     out.write(b); out.flush()
@@ -98,6 +98,7 @@ class ProcScan:
         return [rows[p] for p in sorted(rows) if rows[p][2] in keep]
 def procs_mode(interval, apps_every, apps_cmd, pattern, fast_every, full_every):
     scan = ProcScan(re.compile(pattern), full_every)
+    phase = interval * random.random()  # once: a console starts every host at once, so rounds would line up
     last_apps = 0.0; last_sids = None; backoff_until = 0.0; fast_until = 0.0; last_text = None; same = 0
     while True:
         mine = scan.scan(time.monotonic())
@@ -127,7 +128,8 @@ def procs_mode(interval, apps_every, apps_cmd, pattern, fast_every, full_every):
                     fast_until = 0.0
             last_text = text
         w(b"==> end\n")
-        time.sleep(interval)
+        time.sleep(interval + phase)
+        phase = 0.0
 class Pace:
     """The batching gap of the tail, changed by `gap SECONDS` lines on stdin while it waits (stdin at EOF: fixed)."""
     def __init__(self, gap):

@@ -166,7 +166,10 @@ class FleetScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
         self.sync()
 
     def on_screen_resume(self) -> None:
-        console_app(self).catch_up_screen(self)  # the syncs it missed under a server or help screen
+        # the syncs it missed under a server or help screen, after the frame that shows it again: with 64 hosts a
+        # full sync before that frame was ~10 ms of every Escape (the panes show the state of a second ago for one
+        # frame, as they do between any two syncs)
+        self.call_after_refresh(console_app(self).catch_up_screen, self)
 
     def host_names(self) -> list[str]:
         app = console_app(self)
