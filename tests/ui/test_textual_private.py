@@ -277,6 +277,19 @@ class _Lines(App[None]):
         yield ScrollView(id="lines")
 
 
+def _count_calls(obj: object, name: str) -> list[int]:
+    """A list that grows by one on every call of `obj.name` from now on (the method still runs)."""
+    n: list[int] = []
+    real = getattr(obj, name)
+
+    def counted(*a, **k):  # type: ignore[no-untyped-def]
+        n.append(1)
+        return real(*a, **k)
+
+    setattr(obj, name, counted)
+    return n
+
+
 async def test_set_virtual_size_moves_the_scrollbars_without_a_screen_layout() -> None:
     """8. `Widget._scroll_update`: a taller virtual size updates the thumb and the scroll range with no layout of
     the screen; a scrollbar that must appear still gets the layout that shows it."""
@@ -294,14 +307,7 @@ async def test_set_virtual_size_moves_the_scrollbars_without_a_screen_layout() -
         await pilot.pause()
         assert view.show_vertical_scrollbar and view.vertical_scrollbar.window_virtual_size == 100
 
-        layouts: list[int] = []
-        real = app.screen._refresh_layout
-
-        def counted(*a, **k):  # type: ignore[no-untyped-def]
-            layouts.append(1)
-            return real(*a, **k)
-
-        app.screen._refresh_layout = counted  # type: ignore[method-assign]
+        layouts = _count_calls(app.screen, "_refresh_layout")
         tp.set_virtual_size(view, Size(20, 5000))
         assert view.vertical_scrollbar.window_virtual_size == 5000 and view.max_scroll_y == 5000 - view.size.height
         view.scroll_end(animate=False, immediate=True)
@@ -326,16 +332,6 @@ class _OnceApp(App[None]):
         self.push_screen(_Once())
 
 
-def _count_reflows(screen: Screen) -> list[int]:
-    n: list[int] = []
-    real = screen._compositor.reflow
-
-    def counted(*a, **k):  # type: ignore[no-untyped-def]
-        n.append(1)
-        return real(*a, **k)
-
-    screen._compositor.reflow = counted  # type: ignore[method-assign]
-    return n
 
 
 async def test_layout_once_lays_out_each_change_once_and_still_every_change() -> None:
@@ -352,7 +348,7 @@ async def test_layout_once_lays_out_each_change_once_and_still_every_change() ->
         screen = app.screen
         assert isinstance(screen, _Once)
         a = screen.query_one("#a", Static)
-        reflows = _count_reflows(screen)
+        reflows = _count_calls(screen._compositor, "reflow")
 
         a.styles.margin = (2, 0, 0, 0)  # moves it (its size stays): asks for a layout by message, which
         tp.draw_now(a)  # draw_now lays out before the message arrives
