@@ -13,6 +13,7 @@ from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
+from textual.widget import AwaitMount
 from textual.worker import Worker, WorkerState
 
 from console.config import Fleet
@@ -296,6 +297,14 @@ class DflashApp(ActionsMixin, App[int]):
         return None
 
     # -- screens -------------------------------------------------------------------------
+    def push_screen(self, *args: Any, **kwargs: Any) -> Any:
+        """Opens nothing once the app is quitting: keys typed right after `q` (one read from the terminal, `qc`)
+        still run their actions, and a screen pushed then mounted without its children and crashed the exit
+        (`NoMatches` from its on_mount, exit status 1)."""
+        if self.return_code is not None:
+            return AwaitMount(self.screen, [])
+        return super().push_screen(*args, **kwargs)
+
     def action_help(self) -> None:
         from console.ui.screens.help import HelpScreen
 

@@ -630,3 +630,20 @@ async def test_arrows_move_to_the_nearest_pane_that_way(make_app) -> None:  # ty
                 return wx * abs(px - cx) + wy * abs(py - cy)
 
             assert dist(after) == min(map(dist, ways)), key
+
+
+async def test_keys_typed_right_after_quit_open_nothing(make_app) -> None:  # type: ignore[no-untyped-def]
+    """`q` and the keys after it in the same read from the terminal (`qc`): those still run their actions, and a
+    chat pushed while the app quits mounted without its children and crashed the exit (`NoMatches`, status 1)."""
+    from textual import events
+
+    app = make_app(FakeApi(scenario()))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.open_server(SERVING)
+        await until(pilot, lambda: isinstance(app.screen, ServerScreen), "server screen", 5)
+        await pilot.pause()
+        for ch in "qc":  # posted together, as one read of typed keys arrives
+            app.post_message(events.Key(ch, ch))
+        await until(pilot, lambda: not app.is_running, "the app quits", 5)
+    assert app.return_code == 0 and not app._exit_renderables  # no traceback printed on the way out
