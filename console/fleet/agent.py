@@ -57,6 +57,13 @@ def proc_rows():
             if len(parts) >= 3 and all(x.isdigit() for x in parts[:3]):
                 rows.append((int(parts[0]), int(parts[1]), int(parts[2]), parts[3] if len(parts) > 3 else ""))
     return rows
+def server_sessions(rows, rx):
+    """The session ids of the processes whose command line matches rx (a server and its ranks share one)."""
+    return {sid for pid, ppid, sid, args in rows if rx.search(args)}
+def server_rows(rows, rx):
+    """The rows of every process in a server session."""
+    keep = server_sessions(rows, rx)
+    return [r for r in rows if r[2] in keep]
 class ProcScan:
     """The SGLang sessions of this host each second, reading /proc only where it can have changed.
 
@@ -69,9 +76,7 @@ class ProcScan:
         self.rx = rx; self.full_every = full_every; self.rows = {}; self.hot = set(); self.full_at = 0.0
     def scan(self, now):
         if not os.path.isdir("/proc/self"):
-            rows = proc_rows()
-            keep = {sid for pid, ppid, sid, args in rows if self.rx.search(args)}
-            return [r for r in rows if r[2] in keep]
+            return server_rows(proc_rows(), self.rx)
         full = now - self.full_at >= self.full_every
         if full:
             self.full_at = now
@@ -85,14 +90,14 @@ class ProcScan:
                 row = proc_row(name); fresh.add(pid)
             if row is not None:
                 rows[pid] = row
-        keep = {sid for pid, ppid, sid, args in rows.values() if self.rx.search(args)}
+        keep = server_sessions(rows.values(), self.rx)
         for pid in [p for p, r in rows.items() if r[2] in keep and p not in fresh]:
             row = proc_row(str(pid))  # joined a server session since its last read: read now
             if row is None:
                 del rows[pid]
             else:
                 rows[pid] = row
-        keep = {sid for pid, ppid, sid, args in rows.values() if self.rx.search(args)}
+        keep = server_sessions(rows.values(), self.rx)
         self.rows = rows
         self.hot = {pid for pid, r in rows.items() if r[2] in keep}
         return [rows[p] for p in sorted(rows) if rows[p][2] in keep]
@@ -211,9 +216,7 @@ def oneshot_mode(cfg):
     t0 = time.monotonic()
     smi = [(k, start(cfg[k])) for k in ("gpu", "apps")]
     rx = re.compile(cfg["pattern"]); main_rx = re.compile(cfg["main"])
-    rows = proc_rows()
-    keep = {sid for pid, ppid, sid, args in rows if rx.search(args)}
-    mine = [r for r in rows if r[2] in keep]
+    mine = server_rows(proc_rows(), rx)
     def num(v):
         try:
             return int(v) if v is not None and not isinstance(v, bool) else None

@@ -179,7 +179,7 @@ class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
         self._pull_pending = False
         view = self.query_one(LogView)
         view.pull()
-        self.pull_spacing = PULL_FLOOD_S if view.pulled > max(8, view.scrollable_content_region.height // 2) else PULL_MIN_S
+        self.pull_spacing = PULL_FLOOD_S if view.pulled > max(8, view.view_size.height // 2) else PULL_MIN_S
         self._sync_bar()
 
     def pull_soon(self) -> None:

@@ -79,7 +79,7 @@ class LogView(ScrollView, can_focus=True):
         """(base style, gutter style, width, scroll x, scroll y) while `render_lines` runs."""
 
     @property
-    def _view(self) -> Size:
+    def view_size(self) -> Size:
         """The rows and columns a line can show in: the view less its scrollbars (always shown, so that a
         log view's first layout does not ask for a second one when they appear: a whole-screen layout)."""
         return self.scrollable_content_region.size
@@ -157,7 +157,7 @@ class LogView(ScrollView, can_focus=True):
             self._append(list(islice(reversed(lines), new_n))[::-1] if new_n else [], count, len(lines))
         if self.wrap:
             self._rewrap_tail()
-        set_virtual_size(self, Size(self._view.width if self.wrap else self._width + 8, self._nrows))
+        set_virtual_size(self, Size(self.view_size.width if self.wrap else self._width + 8, self._nrows))
         if self.follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
             self.call_after_refresh(self._stick)
@@ -174,7 +174,7 @@ class LogView(ScrollView, can_focus=True):
 
     def _rewrap_tail(self) -> None:
         """Rows for the lines added since the last call; rows of lines dropped from the front go."""
-        room = max(8, self._view.width - GUTTER)
+        room = max(8, self.view_size.width - GUTTER)
         if room != self._wroom:
             self._wroom, self._wrows, self._wstart, self._wupto = room, [], [], -1
         first = self._first
@@ -195,7 +195,7 @@ class LogView(ScrollView, can_focus=True):
         self.pull(force=True)
 
     def on_resize(self) -> None:
-        if self.wrap and max(8, self._view.width - GUTTER) != self._wroom:
+        if self.wrap and max(8, self.view_size.width - GUTTER) != self._wroom:
             self._wroom = 0
             self.pull(force=True)
 
@@ -298,7 +298,7 @@ class LogView(ScrollView, can_focus=True):
     def show_row(self, row: int, context: int | None = None) -> None:
         """Scrolls so `row` sits a third down the view (context above it); pauses follow."""
         self.follow = False
-        ctx = self._view.height // 3 if context is None else context
+        ctx = self.view_size.height // 3 if context is None else context
         self.cursor_row = row
         self.scroll_to(y=max(0, row - ctx), animate=False, immediate=True)
         self.follow = False
@@ -319,7 +319,7 @@ class LogView(ScrollView, can_focus=True):
     def visible_lines(self) -> list[str]:
         """The lines on screen now (filter applied), cleaned, for copy."""
         top = int(self.scroll_y)
-        rows = range(top, min(self._nrows, top + self._view.height))
+        rows = range(top, min(self._nrows, top + self.view_size.height))
         return [fmt.clean(self._line_of_row(r)) for r in rows if not self.wrap or self._wstart[r] == 0
                 or r == top]
 
