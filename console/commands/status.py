@@ -1,8 +1,8 @@
 """`dflash-console status [--json] [--watch]`: hosts, GPUs and servers with phase, tok/s and data age.
 
 `--json` prints the stable `dflash-console/status/1` document (console.fleet.report.status_doc). A plain
-`status` asks each host once (one remote command after the connect, hosts in parallel: console.fleet.oneshot);
-`--watch`, and a fleet with routers, run the controller.
+`status` asks each host once (one remote command after the connect, hosts in parallel: console.fleet.oneshot),
+its routers included; `--watch` runs the controller (a stream of pictures, the TUI's own streams).
 Exit 0, or 3 when a host is unreachable (its row still shows why).
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import sys
 import time
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
     from console.fleet.controller import FleetController
     from console.fleet.state import FleetState
     from console.router.manager import RouterManager
+    from console.router.state import RouterView
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -92,23 +94,28 @@ def run(args: argparse.Namespace) -> int:
     from console.fleet.report import run_async
 
     fleet = load_fleet(args.hosts)
-    if args.watch or fleet.routers:  # a stream of pictures, or routers (their manager needs a controller)
+    if args.watch:  # a stream of pictures: the controller's streams, as the TUI sees them
         return run_with_controller(args, fleet)
     return run_async(run_once(args, fleet))
 
 
 async def run_once(args: argparse.Namespace, fleet: Fleet) -> int:
-    """Plain `status` / `status --json`: every host at once, one remote command each (console.fleet.oneshot); a
-    host whose Python cannot run the agent gets the controller's first look instead."""
+    """Plain `status` / `status --json`: every host at once, one remote command each (console.fleet.oneshot), its
+    routers included; a host whose Python cannot run the agent gets the controller's first look instead."""
     from console.fleet.oneshot import look_once
-    from console.fleet.report import EXIT_OK, EXIT_UNREACHABLE, status_doc
+    from console.fleet.report import EXIT_OK, EXIT_UNREACHABLE, router_doc, status_doc
     from console.remote_text import for_json
+    from console.router import look
 
     t0 = time.monotonic()
-    state, fallback = await look_once(fleet, args.wait)
-    if fallback:
-        await _first_look_of(fleet, fallback, state, max(1.0, args.wait - (time.monotonic() - t0)))
+    found = await look_once(fleet, args.wait)
+    state, routers = found.state, found.routers
+    if found.fallback:
+        await _first_look_of(fleet, found.fallback, state, max(1.0, args.wait - (time.monotonic() - t0)), routers)
     doc = status_doc(state)
+    if fleet.routers:
+        doc["routers"] = [router_doc(routers[n], functools.partial(look.replica_of, fleet, state.servers, n),
+                                     look.ended_workers(fleet, state.servers, routers[n])) for n in fleet.routers]
     if args.json:
         print(json.dumps(for_json(doc), indent=2), flush=True)
     else:
@@ -116,8 +123,10 @@ async def run_once(args: argparse.Namespace, fleet: Fleet) -> int:
     return EXIT_UNREACHABLE if any(h["state"] != "up" for h in doc["hosts"]) else EXIT_OK
 
 
-async def _first_look_of(fleet: Fleet, hosts: list[str], state: FleetState, wait_s: float) -> None:
-    """The controller path for `hosts` (today: no Python there to run the agent), its picture moved into `state`."""
+async def _first_look_of(fleet: Fleet, hosts: list[str], state: FleetState, wait_s: float,
+                         routers: dict[str, RouterView]) -> None:
+    """The controller path for `hosts` (today: no Python there to run the agent), its picture moved into `state`
+    and its routers' views into `routers`."""
     from console.fleet.controller import FleetController
     from console.fleet.report import _wait_host
 
@@ -126,6 +135,15 @@ async def _first_look_of(fleet: Fleet, hosts: list[str], state: FleetState, wait
     try:
         await asyncio.gather(*(_wait_host(ctl, h, wait_s) for h in hosts))
         await first_look(ctl, wait_s)
+        mine = [n for n, s in fleet.routers.items() if s.host in hosts and ctl.state.hosts[s.host].conn == "up"]
+        if mine:
+            from console.router.manager import RouterManager
+
+            mgr = RouterManager(ctl)
+            try:
+                routers.update(zip(mine, await asyncio.gather(*(mgr.refresh(n) for n in mine)), strict=True))
+            finally:
+                await mgr.aclose()
     finally:
         await ctl.close()
     for h in hosts:

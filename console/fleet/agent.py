@@ -198,8 +198,9 @@ def tail_mode(pairs, max_frame, gap):
             w(b"==> hb\n"); idle = 0.0
 def oneshot_mode(cfg):
     """Everything `status` needs, in one exec: the GPU query and compute apps (run at once, in the background),
-    the re-attach listing and the SGLang sessions, the logs of the servers it lists, and /health of every server
-    port asked here on the host (all ports at once, each within the deadline). Sections are `==> NAME {json}`
+    the re-attach listing and the SGLang sessions, the logs of the servers it lists, /health of every server
+    port asked here on the host (all ports at once, each within the deadline), and for each router on the host its
+    status script output, the end of its log, and its /health, /workers and /metrics. Sections are `==> NAME {json}`
     lines each followed by exactly `n` bytes of valid UTF-8 and a newline; `==> end` closes a complete answer."""
     import glob, json, threading, urllib.error, urllib.request
     parts = []
@@ -209,12 +210,14 @@ def oneshot_mode(cfg):
         parts.append(("==> %s %s\n" % (name, json.dumps(head))).encode() + b + b"\n")
     def start(cmd):
         try:
-            return subprocess.Popen(shlex.split(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            return subprocess.Popen(shlex.split(cmd) if isinstance(cmd, str) else cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT)
         except OSError as e:
             return e
     t0 = time.monotonic()
     smi = [(k, start(cfg[k])) for k in ("gpu", "apps")]
+    routers = cfg.get("routers") or []
+    rprocs = [start(["/bin/sh", "-c", r["status"]]) for r in routers]
     rx = re.compile(cfg["pattern"]); main_rx = re.compile(cfg["main"])
     mine = server_rows(proc_rows(), rx)
     def num(v):
@@ -273,19 +276,19 @@ def oneshot_mode(cfg):
             targets[("127.0.0.1", port)] = 1
     deadline, cap = float(cfg["health_deadline"]), int(cfg["health_max"])
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    answers = {}
-    def check(addr, port):
+    def get(url, limit):
+        """(kind, what, ms, body): `http` and its status code, `big` (over the cap), `timeout`, `down`, `error`."""
         t = time.monotonic()
-        host = "[%s]" % addr if ":" in addr else addr
+        body = b""
         try:
             try:
-                r = opener.open("http://%s:%d/health" % (host, port), timeout=deadline)
+                r = opener.open(url, timeout=deadline)
             except urllib.error.HTTPError as e:
                 r = e
             with r:
                 code = r.getcode()
-                body = r.read(cap + 1)
-            res = ("big", code) if len(body) > cap else ("http", code)
+                body = r.read(limit + 1)
+            res = ("big", code) if len(body) > limit else ("http", code)
         except urllib.error.URLError as e:
             why = e.reason
             res = ("timeout", 0) if "timed out" in str(why) else ("down", "ConnectError") \
@@ -295,8 +298,19 @@ def oneshot_mode(cfg):
         except Exception as e:
             res = ("down", "RemoteProtocolError") if type(e).__name__ in ("RemoteDisconnected", "BadStatusLine") \
                 else ("error", "%s: %s" % (type(e).__name__, e))
-        answers[(addr, port)] = res + ((time.monotonic() - t) * 1000,)
-    threads = [threading.Thread(target=check, args=k, daemon=True) for k in targets]
+        return res + ((time.monotonic() - t) * 1000, body if res[0] == "http" else b"")
+    answers = {}
+    def check(addr, port):
+        host = "[%s]" % addr if ":" in addr else addr
+        answers[(addr, port)] = get("http://%s:%d/health" % (host, port), cap)[:3]
+    rans = {}
+    def ask(rname, part, url, limit):
+        rans[(rname, part)] = get(url, limit)
+    jobs = [(check, k) for k in targets]
+    for r in routers:
+        for part, base in (("health", r["base"]), ("workers", r["base"]), ("metrics", r["metrics"])):
+            jobs.append((ask, (r["name"], part, base + "/" + part, 65536 if part == "health" else int(r["max"]))))
+    threads = [threading.Thread(target=fn, args=a, daemon=True) for fn, a in jobs]
     for th in threads:
         th.start()
     end = time.monotonic() + deadline
@@ -305,6 +319,32 @@ def oneshot_mode(cfg):
     for (addr, port) in targets:
         kind, what, ms = answers.get((addr, port), ("timeout", 0, deadline * 1000))
         sect("health", str(what), addr=addr, port=port, kind=kind, ms=round(ms, 1))
+    for r, p in zip(routers, rprocs):
+        if isinstance(p, OSError):
+            out = ""
+        else:
+            try:
+                out = p.communicate(timeout=max(0.1, end + 5 - time.monotonic()))[0].decode("utf-8", "replace")
+            except subprocess.TimeoutExpired:
+                p.kill(); p.wait()
+                out = ""
+        sect("router", out, router=r["name"], part="proc")
+        meta = out.partition("\nmeta\n")[2]
+        try:
+            log = json.loads(meta).get("log_path") if meta and not out.startswith("none") else None
+        except Exception:
+            log = None
+        if isinstance(log, str) and log:
+            try:
+                with open(os.path.expanduser(log), "rb") as f:
+                    f.seek(max(0, os.fstat(f.fileno()).st_size - int(r["log"])))
+                    sect("router", f.read().decode("utf-8", "replace"), router=r["name"], part="log")
+            except OSError:
+                pass
+        for part in ("health", "workers", "metrics"):
+            kind, what, ms, body = rans.get((r["name"], part), ("timeout", 0, deadline * 1000, b""))
+            sect("router", body.decode("utf-8", "replace") if kind == "http" else str(what), router=r["name"],
+                 part=part, kind=kind, status=what if kind == "http" else None, ms=round(ms, 1))
     for d in metas:
         path = d.get("log_path")
         if not isinstance(path, str) or not path:

@@ -21,6 +21,7 @@ import httpx
 from console.fleet.api import ActionOutcome
 from console.fleet.journalview import operation
 from console.router import command as rc
+from console.router import look
 from console.router.api import RouterApi, RouterWorker
 from console.router.reconcile import Changes, plan_changes
 from console.router.spec import ROUTER_PREFIX
@@ -142,28 +143,13 @@ class RouterManager:
 
     def replica_of(self, name: str, url: str) -> str | None:
         """The server name behind a worker URL (for the band's per-worker lines)."""
-        spec = self.fleet.routers[name]
-        for s in self.ctl.state.servers.values():
-            if (s.meta.host == spec.host and s.meta.port is not None and s.alive
-                    and rc.worker_url(s.meta.bind, s.meta.port) == url):
-                return s.name
-        return None
+        return look.replica_of(self.fleet, self.ctl.state.servers, name, url)
 
     def ended_replica_of(self, name: str, url: str) -> str | None:
-        """The ended (crashed or stopped) replica of the router's presets behind a worker URL that no live server
-        holds: the router may still list it, and call it healthy, until a sync removes it."""
-        spec = self.fleet.routers[name]
-        if self.replica_of(name, url) is not None:
-            return None
-        for s in self.ctl.state.servers.values():
-            if (s.meta.host == spec.host and s.meta.port is not None and not s.alive and s.meta.preset in spec.presets
-                    and rc.worker_url(s.meta.bind, s.meta.port) == url):
-                return s.name
-        return None
+        return look.ended_replica_of(self.fleet, self.ctl.state.servers, name, url)
 
     def ended_workers(self, name: str) -> dict[str, str]:
-        """Worker URL -> ended replica, for the workers the router's last view lists (see ended_replica_of)."""
-        return {w.url: who for w in self.views[name].workers if (who := self.ended_replica_of(name, w.url))}
+        return look.ended_workers(self.fleet, self.ctl.state.servers, self.views[name])
 
     # -- looking --------------------------------------------------------------------------------------
     async def refresh(self, name: str, *, process: bool = True) -> RouterView:
@@ -178,31 +164,24 @@ class RouterManager:
                                                         wait_up=2.0)
             except TransportError as e:
                 return self._set(replace(v, phase="unknown", error=str(e), checked_at=now))
-            rep = rc.parse_status(r.stdout)
             self._proc_at[name] = now
-            meta = rep.meta or {}
-            if not rep.started:  # its last run's log stays readable (`router logs` after `router down`)
-                return self._set(replace(v, phase="stopped", pid=None, workers=(), rps=None, worker_rps={},
-                                         error=None, checked_at=now, counters=None, counters_at=None,
-                                         log_path=meta.get("log_path") or v.log_path))
-            v = replace(v, pid=rep.pid, started_at=meta.get("started_at"), log_path=meta.get("log_path"))
-            if not rep.alive:
-                return self._set(replace(v, phase="crashed", workers=(), rps=None, worker_rps={},
-                                         error=await self._cause(name, v.log_path), checked_at=now))
+            v = look.process_view(v, rc.parse_status(r.stdout), now)
+            if v.phase == "stopped":
+                return self._set(v)
+            if v.phase == "crashed":
+                return self._set(replace(v, error=await self._cause(name, v.log_path)))
         try:
             api = await self.api(name)
             code = await api.health()
             if code != 200:
-                return self._set(replace(v, phase="starting", error=f"/health HTTP {code}", checked_at=now))
+                return self._set(look.unanswered(v, f"/health HTTP {code}", now))
             workers = tuple(await api.workers())
             counters = None
             with contextlib.suppress(httpx.HTTPError, TimeoutError, ValueError, TransportError):
                 counters = await api.counters()
         except (httpx.HTTPError, TimeoutError, ValueError, TransportError, OSError) as e:
-            phase = "starting" if v.phase in ("starting", "stopped", "unknown", "crashed") else v.phase
-            return self._set(replace(v, phase=phase, error=f"{type(e).__name__}: {e}"[:200], checked_at=now))
-        v = replace(v, phase="running", workers=workers, error=None, checked_at=now)
-        return self._set(v.with_counters(counters, time.monotonic()))
+            return self._set(look.unanswered(v, f"{type(e).__name__}: {e}", now))
+        return self._set(look.answered(v, workers, counters, now, time.monotonic()))
 
     async def _cause(self, name: str, log_path: str | None) -> str:
         spec = self.fleet.routers[name]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from console.router.api import RouterWorker
+from console.router.answers import RouterWorker
 
 ADD_PENDING_S = 15.0
 """How long an add the router accepted (202) counts as on its way before it is sent again."""

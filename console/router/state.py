@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from console.remote_text import for_terminal
-from console.router.api import RouterCounters, RouterWorker
+from console.router.answers import RouterCounters, RouterWorker
 
 RouterPhase = Literal["stopped", "starting", "running", "crashed", "unknown"]
 

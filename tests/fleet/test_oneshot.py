@@ -350,8 +350,9 @@ def test_status_over_sshd_is_one_exec_per_host(sim_ssh, ssh_host_factory, tmp_pa
 
     counts = {h: {"connect": 0, "run": 0, "stream": 0, "forward": 0} for h in ("onehost", "nopy", "gonehost")}
     fleet = load_fleet(str(hosts))
-    state, fallback = asyncio.run(look_once(
+    found = asyncio.run(look_once(
         fleet, 6.0, factory=lambda n, host, hook: Counting(make_transport(n, host, on_command=hook), counts[n])))
+    state, fallback = found.state, found.fallback
     assert fallback == ["nopy"]
     assert counts["onehost"] == {"connect": 1, "run": 1, "stream": 0, "forward": 0}
     assert counts["gonehost"]["run"] == 0 and state.hosts["gonehost"].conn == "down"
@@ -388,10 +389,10 @@ async def test_a_failed_exec_names_host_and_command_and_no_python_asks_for_the_f
             return made[-1]
         return make
 
-    state, fallback = await look_once(fleet, 5.0, factory=factory(None))
-    h = state.hosts["box"]
-    assert fallback == [] and h.conn == "down"
+    found = await look_once(fleet, 5.0, factory=factory(None))
+    h = found.state.hosts["box"]
+    assert found.fallback == [] and h.conn == "down"
     assert h.last_error == "box: `/opt/venv/bin/python3 -c <agent> oneshot`: timed out after 19s"
-    state, fallback = await look_once(fleet, 5.0, factory=factory(""))  # sh: exec: python3: not found
-    assert fallback == ["box"] and state.hosts["box"].conn == "up"
+    found = await look_once(fleet, 5.0, factory=factory(""))  # sh: exec: python3: not found
+    assert found.fallback == ["box"] and found.state.hosts["box"].conn == "up"
     assert all(t.closed for t in made)
