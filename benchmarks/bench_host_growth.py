@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--local-counts", default="4,64", help="local-transport host counts, keys pressed at each; the "
                     "last is the responsiveness figure ('': none, the largest sshd count's keys decide)")
     ap.add_argument("--local-seconds", type=float, default=12.0, help="CPU window at each local count")
-    ap.add_argument("--presses", type=int, default=6, help="rounds of 4 keys (right, left, ?, escape)")
+    ap.add_argument("--presses", type=int, default=12, help="rounds of 4 keys (right, left, ?, escape)")
     ap.add_argument("--poll-ms", type=int, default=1000, help="telemetry interval (the console's default: 1000)")
     ap.add_argument("--cols", type=int, default=200)
     ap.add_argument("--rows", type=int, default=60)

@@ -248,6 +248,15 @@ class ControlClient:
             self.proc.wait()
 
 
+def _tmux_word(word: str) -> str:
+    """One argument as tmux's command parser reads it (single quotes: nothing inside them is special)."""
+    if re.fullmatch(r"[A-Za-z0-9_-]+", word):
+        return word
+    if "'" not in word:
+        return "'" + word + "'"
+    return '"' + re.sub(r'([\\"$])', r"\\\1", word) + '"'  # in double quotes \, " and $ are escaped
+
+
 class TmuxConsole:
     """The real `dflash-console --hosts TOML` in a private tmux server (a real terminal, real rendering)."""
 
@@ -289,13 +298,38 @@ class TmuxConsole:
             self._no_control = self._control is None
         if self._control is not None:
             try:
-                return self._control.command("capture-pane -p -t c")
-            except (OSError, EOFError, TimeoutError):
+                text = self._control.command("capture-pane -p -t c")
+                if text.count("\n") == self.size[1]:
+                    return text
+                # not the capture (one line a row): the client reads a reply behind; start over with a new one
                 self._control.close()
+                self._control = ControlClient.open(self.sock, "c")
+                if self._control is not None:
+                    text = self._control.command("capture-pane -p -t c")
+                    if text.count("\n") == self.size[1]:
+                        return text
+                    self._control.close()
+                self._control, self._no_control = None, True
+            except (OSError, EOFError, TimeoutError):
+                if self._control is not None:
+                    self._control.close()
                 self._control, self._no_control = None, True
         return self.tmux("capture-pane", "-p", "-t", "c").stdout
 
     def keys(self, *keys: str) -> None:
+        """Type `keys` into the console's terminal. Through the control client when there is one: a `tmux
+        send-keys` process per press put its own start (2.4 ms idle here, more on two busy cores) inside every
+        latency the benchmarks time, a cost no person typing pays. `DFC_BENCH_SPAWN_KEYS=1` restores it (to
+        compare)."""
+        if not os.environ.get("DFC_BENCH_SPAWN_KEYS"):
+            self.screen()  # opens the control client the first time
+            if self._control is not None:
+                try:
+                    self._control.command("send-keys -t c " + " ".join(_tmux_word(k) for k in keys))
+                    return
+                except (OSError, EOFError, TimeoutError):
+                    self._control.close()
+                    self._control, self._no_control = None, True
         self.tmux("send-keys", "-t", "c", *keys)
 
     def wait_text(self, text: str, timeout: float) -> float:
@@ -333,6 +367,7 @@ class TmuxConsole:
         if self._control is not None:
             self._control.close()
             self._control = None
+        self._no_control = True
         self.keys("q")
         end = time.monotonic() + (60 if self.profile else 10)  # a profile is written on exit
         while time.monotonic() < end and self.tmux("has-session", "-t", "c").returncode == 0:

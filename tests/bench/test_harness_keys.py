@@ -1,0 +1,35 @@
+"""The latency benchmarks type through tmux's control client: every key reaches the terminal as typed."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+
+from benchmarks.harness import TmuxConsole, _tmux_word
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by .ci/run")
+
+
+def test_tmux_words_keep_every_character() -> None:
+    assert [_tmux_word(w) for w in ("i", "Escape", "C-c", "?", "'", 'a"b$c\\d', "a'b\"c$\\")] == [
+        "i", "Escape", "C-c", "'?'", '"\'"', "'a\"b$c\\d'", '"a\'b\\"c\\$\\\\"']
+
+
+def test_keys_typed_through_the_control_client_arrive_as_typed(tmp_path) -> None:
+    con = TmuxConsole(tmp_path / "unused.toml", size=(80, 24))
+    r = con.tmux("new-session", "-d", "-s", "c", "-x", "80", "-y", "24", "stty -echo; cat -v")
+    assert r.returncode == 0, r.stderr
+    try:
+        for k in ("i", "?", "'", 'a"b$c\\d', "a'b\"c$\\", "Escape", "Enter"):
+            con.keys(k)
+        assert con._control is not None  # not the `tmux send-keys` process per press
+        deadline = time.monotonic() + 10
+        while "^[" not in con.screen() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert con.screen().splitlines()[0] == 'i?\'a"b$c\\da\'b"c$\\^['
+    finally:
+        if con._control is not None:
+            con._control.close()
+        con.tmux("kill-server")
