@@ -249,14 +249,15 @@ class HostLink:
         """The process loop answers every second; silence (even while a channel opens) means a dead link, unless it
         was this console that was starved (`liveness.Silence`): then frames already received are read first."""
         silence = liveness.Silence(self.watchdog_s)
+        up_at = self._last_frame  # set when the link came up: until it moves, no frame has come yet
         while True:
             due = time.monotonic() + 1
             await asyncio.sleep(1)
-            if silence.tick(time.monotonic(), due, self._last_frame) is None:
+            if silence.tick(time.monotonic(), due, self._last_frame, first=self._last_frame == up_at) is None:
                 continue
             await asyncio.sleep(0.2)  # a frame that came in with the late tick is read before the verdict
             now = time.monotonic()
-            if silence.tick(now, now, self._last_frame) is not None:
+            if silence.tick(now, now, self._last_frame, first=self._last_frame == up_at) is not None:
                 await self._link_dead(f"no answer from {self.name} for {now - self._last_frame:.0f} s")
                 return
 
@@ -384,10 +385,11 @@ class HostLink:
             got, t0 = False, time.monotonic()
             try:
                 while True:
+                    limit = self.watchdog_s if got else max(self.watchdog_s, liveness.FIRST_FRAME_S)
                     try:
-                        data = await asyncio.wait_for(q.get(), self.watchdog_s)
+                        data = await asyncio.wait_for(q.get(), limit)
                     except TimeoutError:
-                        await self._link_dead(f"no answer from {self.name} for {self.watchdog_s:g} s")
+                        await self._link_dead(f"no answer from {self.name} for {limit:g} s")
                         return
                     if data is None:
                         if agent and not got:
@@ -446,7 +448,8 @@ class HostLink:
                             self._agent_failed(t0)
                         await asyncio.sleep(1)
                         break
-                    if time.monotonic() - seen[0] >= self.watchdog_s:
+                    limit = self.watchdog_s if seen[1] else max(self.watchdog_s, liveness.FIRST_FRAME_S)
+                    if time.monotonic() - seen[0] >= limit:
                         break  # no heartbeat: the loop or the link is stuck; restart the tail
             finally:
                 changed.cancel()

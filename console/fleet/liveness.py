@@ -64,6 +64,13 @@ def parse_confirm(text: str) -> tuple[list[ProcInfo], str]:
     return parse_ps(ps), rest
 
 
+FIRST_FRAME_S = 20.0
+"""How long a connection may wait for its process agent's first frame: the agent is an interpreter starting on the
+host, which on a loaded host (a model loading; 64 stand-in hosts starting on two cores) took over 6 s, and a host
+that was only slow to start was called down and reconnected, a burst that slowed the rest further. After the
+first frame the agent answers every second and the plain limit applies."""
+
+
 class Silence:
     """A host's silence as the watchdog should judge it: the time since its last frame, less the time this console's
     own event loop was late (a starved console reads a live host's frames late; it must not call the host dead and
@@ -78,11 +85,12 @@ class Silence:
         """Console stall within the current silence (reset when a frame arrives)."""
         self._frame_seen = 0.0
 
-    def tick(self, now: float, expected: float, last_frame: float) -> float | None:
-        """One watchdog tick at `now` that was due at `expected`: the excused silence when it exceeds the limit."""
+    def tick(self, now: float, expected: float, last_frame: float, *, first: bool = False) -> float | None:
+        """One watchdog tick at `now` that was due at `expected`: the excused silence when it exceeds the limit
+        (`first`: no frame has come on this connection yet, so the limit is FIRST_FRAME_S if that is longer)."""
         if last_frame != self._frame_seen:
             self._frame_seen = last_frame
             self.stalled_s = 0.0
         self.stalled_s += max(0.0, now - expected - self.TICK_SLACK_S)
         quiet = now - last_frame - self.stalled_s
-        return quiet if quiet > self.limit_s else None
+        return quiet if quiet > (max(self.limit_s, FIRST_FRAME_S) if first else self.limit_s) else None

@@ -134,3 +134,43 @@ def test_silence_excuses_the_consoles_own_stall_not_the_hosts() -> None:
     s = Silence(6.0)
     assert s.tick(104.0, 101.0, last) is None
     assert [s.tick(104.0 + t, 104.0 + t, last) for t in range(1, 6)][-1] is not None
+
+
+def test_before_its_first_frame_a_host_has_longer_to_answer() -> None:
+    """A connection's first frame waits on an interpreter starting on the host (over 6 s on a loaded host):
+    FIRST_FRAME_S for it, the plain limit once a frame came."""
+    from console.fleet.liveness import FIRST_FRAME_S, Silence
+
+    s, up = Silence(6.0), 100.0
+    assert all(s.tick(up + t, up + t, up, first=True) is None for t in range(1, int(FIRST_FRAME_S) + 1))
+    assert s.tick(up + FIRST_FRAME_S + 1, up + FIRST_FRAME_S + 1, up, first=True) is not None
+    s = Silence(6.0)
+    assert s.tick(up + 7, up + 7, up) is not None  # a frame came at `up`: 7 s of silence is too long
+
+
+async def test_a_host_whose_agent_starts_slowly_is_not_called_down(tmp_path, controller_factory) -> None:  # type: ignore[no-untyped-def]
+    """The host's Python takes 9 s to start (as under a loading model, or 64 stand-in hosts starting on two
+    cores): the host stays up, its first process sample arrives, and its link is not reconnected (before, it was
+    called down after 6 s and reconnected, starting the slow interpreter again)."""
+    import asyncio
+    import sys
+    import time
+
+    from console.config import parse_fleet
+    from console.fleet.events import HostDown, ProcessSample
+
+    py = tmp_path / "slowpython"
+    py.write_text(f'#!/bin/sh\nsleep 9\nexec {sys.executable} "$@"\n')
+    py.chmod(0o755)
+    fleet = parse_fleet(f'[hosts.box]\ntransport = "local"\npython = "{py}"\nrun_dir = "{tmp_path}/run"\n', "t.toml")
+    ctl = controller_factory(fleet)
+    events: list[Any] = []
+    ctl.subscribe(lambda evs, changes: events.extend(evs))
+    await ctl.start()
+    t0 = time.monotonic()
+    while not any(isinstance(e, ProcessSample) for e in events) and time.monotonic() - t0 < 40:
+        await asyncio.sleep(0.2)
+    assert any(isinstance(e, ProcessSample) and e.host == "box" for e in events), "no process sample in 40 s"
+    assert time.monotonic() - t0 >= 8.5  # it did wait for the slow interpreter (the sh loops were not used)
+    assert not [e for e in events if isinstance(e, HostDown)], [e for e in events if isinstance(e, HostDown)]
+    assert ctl.links["box"].connects == 1 and ctl.state.hosts["box"].conn == "up"
