@@ -108,8 +108,8 @@ async def run_once(args: argparse.Namespace, fleet: Fleet) -> int:
     from console.router import look
 
     t0 = time.monotonic()
-    found = await look_once(fleet, args.wait)
-    state, routers = found.state, found.routers
+    found = await look_once(fleet, args.wait, routers=functools.partial(look.router_config, fleet))
+    state, routers = found.state, look.routers_of(fleet, found)
     if found.fallback:
         await _first_look_of(fleet, found.fallback, state, max(1.0, args.wait - (time.monotonic() - t0)), routers)
     doc = status_doc(state)

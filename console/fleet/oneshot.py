@@ -21,7 +21,7 @@ import json
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from console.config import Fleet, Host
@@ -51,7 +51,6 @@ from console.fleet.monitor import (
 )
 from console.fleet.state import FleetState
 from console.gpu import nvsmi
-from console.router.state import RouterView
 from console.transport.base import CommandHook, HostKeyError, Transport, TransportError
 
 HEALTH_DEADLINE_S = 5.0
@@ -65,8 +64,6 @@ LIVE_TAIL = 64 * 1024
 """... and its newest (the current phase, batch stats, a crash) when the log is longer than both."""
 DEAD_HEAD = 4_000_000
 """A dead server's log as re-attach replays it (`head -c 4000000`), for the crash diagnosis."""
-ROUTER_LOG_TAIL = 8192
-"""A router's log end, for why it ended (as console.router.command.log_tail_script reads it)."""
 CONNECT_ATTEMPTS = 3
 """As the controller path: a host refused three times in a row is unreachable."""
 
@@ -79,28 +76,10 @@ def smi_timeout_s(poll_ms: int) -> float:
     return 3 * poll_ms / 1000 + 1
 
 
-def router_config(fleet: Fleet, host_name: str) -> list[dict[str, Any]]:
-    """What the agent needs to look at each router on the host as the manager does: its status script, its API's
-    base URL as the host reaches it, its metrics URL (127.0.0.1 only: the console starts it so), the caps."""
-    from console.router import command as rc
-    from console.router.answers import MAX_BYTES
-
-    out = []
-    for name, spec in fleet.routers.items():
-        if spec.host != host_name:
-            continue
-        addr, port = _target(spec.bind, spec.port)
-        out.append({"name": name, "status": rc.status_script(rc.state_dir(fleet.hosts[host_name], name)),
-                    "base": f"http://[{addr}]:{port}" if ":" in addr else f"http://{addr}:{port}",
-                    "metrics": f"http://127.0.0.1:{spec.prometheus_port}", "max": MAX_BYTES,
-                    "log": ROUTER_LOG_TAIL})
-    return out
-
-
 def oneshot_command(host: Host, *, smi_timeout: float = 4.0, health_deadline_s: float = HEALTH_DEADLINE_S,
                     routers: list[dict[str, Any]] | None = None) -> str:
     """The single remote command: the host env's PATH (as HostLink's prefix), then the agent in `oneshot` mode
-    (`routers`: router_config of the host's routers)."""
+    (`routers`: what to look at for each router on the host, console.router.look.router_config)."""
     cfg = {"routers": routers or [], "servers": discovery.servers_dir(host), "meta_max": discovery.META_MAX_BYTES,
            "gpu": nvsmi.query_gpu_command(), "apps": nvsmi.query_apps_command(), "smi_timeout": smi_timeout,
            "pattern": SGLANG_RE, "main": _MAIN_RE.pattern, "health_deadline": health_deadline_s,
@@ -333,83 +312,29 @@ def oneshot_events(host: str, shot: OneShot, at: float, *, shares_process_table:
     return events
 
 
-def _unanswered_why(what: str, p: RouterPart | None) -> str:
-    if p is None or p.kind == "timeout":
-        return f"router {what}: no complete answer within {HEALTH_DEADLINE_S:g} s"
-    if p.kind == "big":
-        return f"router {what}: larger than the cap; refused"
-    if p.kind == "http":
-        return f"router {what}: HTTP {p.status}"
-    return p.text or p.kind  # `down`: ConnectError, as httpx names it
-
-
-def router_views(fleet: Fleet, host_name: str, shot: OneShot, now: float, mono: float) -> dict[str, RouterView]:
-    """Each router of the host as the manager's refresh would fold the same answers (console.router.look): stopped,
-    crashed with why (from its log's end), starting while its API does not answer 200, or running with its workers
-    and counters (requests/s needs a second read: none here)."""
-    from console.router import command as rc
-    from console.router import look
-    from console.router.answers import parse_counters, parse_workers
-    from console.router.state import crash_cause
-
-    out: dict[str, RouterView] = {}
-    for name, spec in fleet.routers.items():
-        if spec.host != host_name:
-            continue
-        v = RouterView(name, spec.host, spec.port, spec.policy)
-        parts = shot.routers.get(name, {})
-        proc = parts.get("proc")
-        if proc is None or not proc.text.strip():
-            out[name] = replace(v, error="its status script printed nothing", checked_at=now)
-            continue
-        v = look.process_view(v, rc.parse_status(proc.text), now)
-        if v.phase == "crashed":
-            log = parts.get("log")
-            v = replace(v, error=crash_cause(log.text if log else "", spec.python or fleet.hosts[host_name].python,
-                                             spec.host, spec.port))
-        if v.phase in ("stopped", "crashed"):
-            out[name] = v
-            continue
-        health, workers, metrics = parts.get("health"), parts.get("workers"), parts.get("metrics")
-        if health is None or health.kind != "http" or health.status != 200:
-            why = f"/health HTTP {health.status}" if health and health.kind == "http" else _unanswered_why(
-                "/health", health)
-            out[name] = look.unanswered(v, why, now)
-            continue
-        if workers is None or workers.kind != "http" or workers.status != 200:
-            out[name] = look.unanswered(v, _unanswered_why("/workers", workers), now)
-            continue
-        try:
-            listed = tuple(parse_workers(workers.text.encode("utf-8", "surrogateescape")))
-        except ValueError as e:
-            out[name] = look.unanswered(v, f"ValueError: {e}", now)
-            continue
-        counters = None
-        if metrics is not None and metrics.kind == "http" and metrics.status == 200:
-            with contextlib.suppress(ValueError):
-                counters = parse_counters(metrics.text)
-        out[name] = look.answered(v, listed, counters, now, mono)
-    return out
-
-
 # -- the round trip (IO) ------------------------------------------------------------------------
 @dataclass
 class Look:
-    """What one look at the fleet found: the state, the routers of the hosts that answered, and the hosts whose
-    Python could not run the agent (the caller looks at those, and their routers, the controller's way)."""
+    """What one look at the fleet found: the state, each answering host's complete answer (with the wall and
+    monotonic times it came; its routers' parts are read by console.router.look), and the hosts whose Python
+    could not run the agent (the caller looks at those the controller's way)."""
 
     state: FleetState
-    routers: dict[str, RouterView]
+    shots: dict[str, tuple[OneShot, float, float]]
     fallback: list[str]
 
 
+RouterConfig = Callable[[str], list[dict[str, Any]]]
+"""Host name -> what the agent is to look at for each router there (console.router.look.router_config)."""
+
+
 async def look_once(fleet: Fleet, wait_s: float, *, factory: TransportFactory | None = None,
-                    journal: Journal | None = None, hosts: list[str] | None = None) -> Look:
-    """Every host at once, one exec each (its routers' looks included)."""
+                    journal: Journal | None = None, hosts: list[str] | None = None,
+                    routers: RouterConfig | None = None) -> Look:
+    """Every host at once, one exec each (with its routers, when `routers` says what to look at)."""
     journal = journal or Journal()
     state = FleetState(list(fleet.hosts))
-    routers = {n: RouterView(n, s.host, s.port, s.policy, error=f"host {s.host} is not connected")
-               for n, s in fleet.routers.items()}
+    shots: dict[str, tuple[OneShot, float, float]] = {}
     seen_ids: set[str] = set()
 
     def emit(events: list[Event]) -> None:
@@ -426,14 +351,15 @@ async def look_once(fleet: Fleet, wait_s: float, *, factory: TransportFactory | 
     names = hosts if hosts is not None else list(fleet.hosts)
     deadline = time.monotonic() + wait_s
     oks = await asyncio.gather(*(look_host(fleet, n, factory(n, fleet.hosts[n], journal.command), emit, deadline,
-                                           routers) for n in names))
-    return Look(state, routers, [n for n, ok in zip(names, oks, strict=True) if not ok])
+                                           shots, routers(n) if routers else None) for n in names))
+    return Look(state, shots, [n for n, ok in zip(names, oks, strict=True) if not ok])
 
 
 async def look_host(fleet: Fleet, name: str, transport: Transport, emit: Callable[[list[Event]], None],
-                    deadline: float, routers: dict[str, RouterView] | None = None) -> bool:
-    """Connect (up to three tries, as the controller's first look), one exec, close; the host's routers' views go
-    into `routers`. False: the agent could not run there (the caller falls back to the controller for this host)."""
+                    deadline: float, shots: dict[str, tuple[OneShot, float, float]] | None = None,
+                    routers: list[dict[str, Any]] | None = None) -> bool:
+    """Connect (up to three tries, as the controller's first look), one exec, close; a complete answer goes into
+    `shots`. False: the agent could not run there (the caller falls back to the controller for this host)."""
     host = fleet.hosts[name]
     try:
         attempt = 0
@@ -461,7 +387,7 @@ async def look_host(fleet: Fleet, name: str, transport: Transport, emit: Callabl
         emit([HostUp(name, time.time())])
         smi = smi_timeout_s(fleet.console.poll_ms)
         try:
-            res = await transport.run(oneshot_command(host, smi_timeout=smi, routers=router_config(fleet, name)),
+            res = await transport.run(oneshot_command(host, smi_timeout=smi, routers=routers),
                                       timeout=smi + HEALTH_DEADLINE_S + 10)
         except TransportError as e:
             emit([HostDown(name, time.time(), f"{name}: `{command_label(host)}`: {e.message}")])
@@ -471,8 +397,8 @@ async def look_host(fleet: Fleet, name: str, transport: Transport, emit: Callabl
             return False
         now = time.time()
         emit(oneshot_events(name, shot, now, smi_timeout=smi, shares_process_table=_shares_process_table(fleet, name)))
-        if routers is not None:
-            routers.update(router_views(fleet, name, shot, now, time.monotonic()))
+        if shots is not None:
+            shots[name] = (shot, now, time.monotonic())
         return True
     finally:
         with contextlib.suppress(Exception):

@@ -7,17 +7,22 @@ fold what they found with these functions, so a router reads the same either way
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from console.fleet.oneshot import HEALTH_DEADLINE_S, Look, OneShot, RouterPart
 from console.router import command as rc
-from console.router.answers import RouterCounters, RouterWorker
-from console.router.state import RouterView
+from console.router.answers import MAX_BYTES, RouterCounters, RouterWorker, parse_counters, parse_workers
+from console.router.state import RouterView, crash_cause
 
 if TYPE_CHECKING:
     from console.config import Fleet
     from console.fleet.state import ServerState
+
+LOG_TAIL = 8192
+"""A router's log end, for why it ended (as console.router.command.log_tail_script reads it)."""
 
 
 def process_view(v: RouterView, rep: rc.ProcessReport, now: float) -> RouterView:
@@ -71,3 +76,75 @@ def ended_replica_of(fleet: Fleet, servers: Mapping[str, ServerState], name: str
 def ended_workers(fleet: Fleet, servers: Mapping[str, ServerState], v: RouterView) -> dict[str, str]:
     """Worker URL -> ended replica, for the workers the router's view lists (see ended_replica_of)."""
     return {w.url: who for w in v.workers if (who := ended_replica_of(fleet, servers, v.name, w.url))}
+
+
+# -- `status`'s one round trip (console.fleet.oneshot) -----------------------------------------------------------
+def router_config(fleet: Fleet, host_name: str) -> list[dict[str, Any]]:
+    """What the agent looks at for each router on the host, as the manager does: its status script, its API's
+    base URL as the host reaches it, its metrics URL (127.0.0.1 only: the console starts it so), the caps."""
+    return [{"name": name, "status": rc.status_script(rc.state_dir(fleet.hosts[host_name], name)),
+             "base": rc.worker_url(spec.bind, spec.port), "metrics": f"http://127.0.0.1:{spec.prometheus_port}",
+             "max": MAX_BYTES, "log": LOG_TAIL}
+            for name, spec in fleet.routers.items() if spec.host == host_name]
+
+
+def _unanswered_why(what: str, p: RouterPart | None) -> str:
+    if p is None or p.kind == "timeout":
+        return f"router {what}: no complete answer within {HEALTH_DEADLINE_S:g} s"
+    if p.kind == "big":
+        return f"router {what}: larger than the cap; refused"
+    if p.kind == "http":
+        return f"router {what}: HTTP {p.status}"
+    return p.text or p.kind  # `down`: ConnectError, as httpx names it
+
+
+def router_views(fleet: Fleet, host_name: str, shot: OneShot, now: float, mono: float) -> dict[str, RouterView]:
+    """Each router of the host as the manager's refresh folds the same answers: stopped, crashed with why (from
+    its log's end), starting while its API does not answer 200, or running with its workers and counters
+    (requests/s needs a second read: none here)."""
+    out: dict[str, RouterView] = {}
+    for name, spec in fleet.routers.items():
+        if spec.host != host_name:
+            continue
+        v = RouterView(name, spec.host, spec.port, spec.policy)
+        parts = shot.routers.get(name, {})
+        proc = parts.get("proc")
+        if proc is None or not proc.text.strip():
+            out[name] = replace(v, error="its status script printed nothing", checked_at=now)
+            continue
+        v = process_view(v, rc.parse_status(proc.text), now)
+        if v.phase == "crashed":
+            log = parts.get("log")
+            v = replace(v, error=crash_cause(log.text if log else "", spec.python or fleet.hosts[host_name].python,
+                                             spec.host, spec.port))
+        if v.phase in ("stopped", "crashed"):
+            out[name] = v
+            continue
+        health, workers, metrics = parts.get("health"), parts.get("workers"), parts.get("metrics")
+        if health is None or health.kind != "http" or health.status != 200:
+            out[name] = unanswered(v, f"/health HTTP {health.status}" if health and health.kind == "http"
+                                   else _unanswered_why("/health", health), now)
+            continue
+        if workers is None or workers.kind != "http" or workers.status != 200:
+            out[name] = unanswered(v, _unanswered_why("/workers", workers), now)
+            continue
+        try:
+            listed = tuple(parse_workers(workers.text.encode("utf-8", "surrogateescape")))
+        except ValueError as e:
+            out[name] = unanswered(v, f"ValueError: {e}", now)
+            continue
+        counters = None
+        if metrics is not None and metrics.kind == "http" and metrics.status == 200:
+            with contextlib.suppress(ValueError):
+                counters = parse_counters(metrics.text)
+        out[name] = answered(v, listed, counters, now, mono)
+    return out
+
+
+def routers_of(fleet: Fleet, look: Look) -> dict[str, RouterView]:
+    """Every router of the fleet after a one-shot look: as its host answered, or that its host did not."""
+    out = {n: RouterView(n, s.host, s.port, s.policy, error=f"host {s.host} is not connected")
+           for n, s in fleet.routers.items()}
+    for host, (shot, now, mono) in look.shots.items():
+        out.update(router_views(fleet, host, shot, now, mono))
+    return out

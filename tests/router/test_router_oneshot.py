@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from console.config import Fleet, parse_fleet
-from console.fleet.oneshot import look_once, oneshot_command, parse_oneshot, router_config, router_views
+from console.fleet.oneshot import look_once, oneshot_command, parse_oneshot
 from console.router import look
+from console.router.look import router_config, router_views
 from console.router.state import RouterView
 from tests.fleet.test_oneshot import Counting, _free_port, sect
 
@@ -126,24 +127,29 @@ def test_the_agent_looks_at_a_router_on_this_machine_in_the_one_exec(tmp_path: P
         (state / "meta.json").write_text(json.dumps({"name": "lb", "log_path": str(log), "started_at": 7.0}))
         f = fleet_with_router(run, router_http, metrics.server_port, sys.executable)
 
+        seen: list[object] = []  # the status script's output, for a failure's message
+
         def once() -> RouterView:
             r = subprocess.run(["/bin/sh", "-c", oneshot_command(f.hosts["box"], routers=router_config(f, "box"))],
                                capture_output=True, timeout=60)
             assert r.returncode == 0, r.stderr
             shot = parse_oneshot(r.stdout)
             assert shot.complete
+            seen[:] = [shot.routers.get("lb", {}).get("proc")]
             return router_views(f, "box", shot, time.time(), time.monotonic())["lb"]
 
         v = once()
-        assert (v.phase, v.pid, v.started_at, v.log_path) == ("running", proc.pid, 7.0, str(log)), v
+        assert proc.poll() is None, f"the stand-in router exited: {proc.returncode}"
+        assert (v.phase, v.pid, v.started_at, v.log_path) == ("running", proc.pid, 7.0, str(log)), (v, seen)
         assert len(v.workers) == 2 and v.counters is not None and v.counters.requests == 10
 
         counts = {"connect": 0, "run": 0, "stream": 0, "forward": 0}
         from console.transport import make_transport
 
         found = asyncio.run(look_once(f, 10.0, factory=lambda n, h, hook: Counting(make_transport(n, h, on_command=hook),
-                                                                                     counts)))
-        assert found.routers["lb"].phase == "running" and found.fallback == []
+                                                                                     counts),
+                                      routers=lambda h: router_config(f, h)))
+        assert look.routers_of(f, found)["lb"].phase == "running" and found.fallback == []
         assert counts == {"connect": 1, "run": 1, "stream": 0, "forward": 0}
         assert look.replica_of(f, found.state.servers, "lb", "http://127.0.0.1:31000") is None  # no replica runs
 
@@ -164,8 +170,8 @@ def test_the_agent_looks_at_a_router_on_this_machine_in_the_one_exec(tmp_path: P
 
 def test_a_router_whose_host_is_down_says_so(tmp_path: Path) -> None:
     f = fleet_with_router(tmp_path, where=f'address = "127.0.0.1"\nport = {_free_port()}\nuser = "nobody"')
-    found = asyncio.run(look_once(f, 2.0))
-    v = found.routers["lb"]
+    found = asyncio.run(look_once(f, 2.0, routers=lambda h: router_config(f, h)))
+    v = look.routers_of(f, found)["lb"]
     assert v.phase == "unknown" and v.error == "host box is not connected"
     assert found.state.hosts["box"].conn != "up"
 
