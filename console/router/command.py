@@ -99,11 +99,13 @@ def start_script(plan: RouterPlan, started_at: float, env: dict[str, str] | None
 
 def status_script(dir_: str) -> str:
     """Prints `pid PID`, then `proc STAT ARGS` for each live (non-zombie) process of its session, then meta.json;
-    `none` when the router was never started or was stopped (then meta.json of its last run, if any: its log)."""
+    `none` when the router was never started or was stopped (then meta.json of its last run, if any: its log).
+    `-ww`: into a pipe, ps may cut a command line at 80 columns; a router started from a long venv path lost its
+    `sglang_router` and read as crashed (seen in a fresh-clone CI run of the agent test)."""
     d = shell_path(dir_)
     return (f"[ -f {d}/pid ] || {{ echo none; echo meta; cat {d}/meta.json 2>/dev/null; exit 0; }}; "
             f"pid=$(cat {d}/pid); echo \"pid $pid\"; "
-            f"ps -o stat= -o args= -s \"$pid\" 2>/dev/null | sed 's/^/proc /'; echo meta; cat {d}/meta.json 2>/dev/null")
+            f"ps -ww -o stat= -o args= -s \"$pid\" 2>/dev/null | sed 's/^/proc /'; echo meta; cat {d}/meta.json 2>/dev/null")
 
 
 def stop_script(dir_: str, grace_s: int = STOP_GRACE_S) -> str:

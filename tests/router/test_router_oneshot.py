@@ -120,8 +120,9 @@ def test_the_agent_looks_at_a_router_on_this_machine_in_the_one_exec(tmp_path: P
     state.mkdir(parents=True)
     log = tmp_path / "router-lb.log"
     log.write_text("2026-12-06 INFO sglang_router starting\nError: Address already in use (os error 98)\n")
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "sglang_router.launch_router"],
-                            start_new_session=True)
+    # a command line longer than 80 columns, as a router's from a deep venv is: ps must not cut it
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--model-dir=/" + "x" * 90, "-m",
+                             "sglang_router.launch_router"], start_new_session=True)
     try:
         (state / "pid").write_text(f"{proc.pid}\n")
         (state / "meta.json").write_text(json.dumps({"name": "lb", "log_path": str(log), "started_at": 7.0}))
