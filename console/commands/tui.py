@@ -91,7 +91,14 @@ def _on_exit_signal(demo: DemoFleet, signum: int, _frame: FrameType | None) -> N
     code = 128 + signum
     if signum == signal.SIGHUP:
         os._exit(code)
-    hard = threading.Timer(EXIT_GRACE_S, os._exit, (code,))
+    hard = threading.Timer(EXIT_GRACE_S, _hard_exit, (demo, code))
     hard.daemon = True
     hard.start()
     raise SystemExit(code)
+
+
+def _hard_exit(demo: DemoFleet, code: int) -> None:
+    """The unwinding after SIGTERM hung: end now, without leaving what the console journaled since the cleanup
+    (the demo's journal lives in its temp tree, and writing it makes the directory again)."""
+    demo.remove_tree()
+    os._exit(code)

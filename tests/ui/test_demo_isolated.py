@@ -91,3 +91,26 @@ def _wait_session(tmux: list[str], session: str, needle: str, timeout: float) ->
             return screen
         time.sleep(0.1)
     raise AssertionError(f"{needle!r} not on demo {session}'s screen after {timeout} s:\n{screen}")
+
+
+def test_a_hard_exit_after_sigterm_removes_what_was_written_since_the_cleanup(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """SIGTERM cleans up, then the app unwinds; its shutdown journals into the demo's state dir (the journal makes
+    the directory again). When the unwinding hangs past the grace, the hard exit removes the tree before it ends."""
+    from console.commands import tui
+    from console.ui.demo import DemoFleet
+
+    root = tmp_path / "dfc-demo-x"
+    (root / "state").mkdir(parents=True)
+    (root / "state" / "journal.jsonl").write_text("{}\n")
+    demo = DemoFleet.__new__(DemoFleet)
+    demo.root = root
+    exits: list[int] = []
+
+    def fake_exit(code: int) -> None:
+        exits.append(code)
+        raise SystemExit(code)
+
+    monkeypatch.setattr(tui.os, "_exit", fake_exit)
+    with pytest.raises(SystemExit):
+        tui._hard_exit(demo, 143)
+    assert exits == [143] and not root.exists()
