@@ -62,7 +62,10 @@ async def test_launch_ready_crash_relaunch_stop_on_sim(tmp_path) -> None:  # typ
             assert "sglang.launch_server" in str(app.screen.query_one("#preview-body").render())
             await pilot.press("y")
             name = "qwen36-mtp@ct129:gpu0-1"
-            await until(pilot, lambda: name in app.state.servers, what="server seen")
+            try:
+                await until(pilot, lambda: name in app.state.servers, what="server seen")
+            except AssertionError as e:  # a refused launch says why in a toast
+                raise AssertionError(f"{e}; toasts: {notes}") from None
             await until(pilot, lambda: app.state.servers[name].phase in ("ready", "serving"), 60, "ready")
             await until(pilot, lambda: any(f"{name} is ready" in n for n in notes), 5, f"ready toast in {notes}")
             pane = next(p for p in app.screen.query(GpuPane) if p.host == "ct129" and p.gpu == 0)
