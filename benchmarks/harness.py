@@ -301,15 +301,13 @@ class TmuxConsole:
                 text = self._control.command("capture-pane -p -t c")
                 if text.count("\n") == self.size[1]:
                     return text
-                # not the capture (one line a row): the client reads a reply behind; start over with a new one
+                # not one line a row: either the client reads a reply behind (start over with a new one), or the
+                # pane is not sized yet (a session just made): then the new client's capture says the same
                 self._control.close()
                 self._control = ControlClient.open(self.sock, "c")
                 if self._control is not None:
-                    text = self._control.command("capture-pane -p -t c")
-                    if text.count("\n") == self.size[1]:
-                        return text
-                    self._control.close()
-                self._control, self._no_control = None, True
+                    return self._control.command("capture-pane -p -t c")
+                self._no_control = True
             except (OSError, EOFError, TimeoutError):
                 if self._control is not None:
                     self._control.close()
