@@ -293,10 +293,7 @@ class TmuxConsole:
         """The terminal as tmux has rendered it, asked through one control-mode client: a `tmux capture-pane`
         process per look cost 1.7 ms of CPU, and the latency benchmarks look in a loop, so the measurer itself
         took most of a core of this 2-core machine away from the console it timed (0.07 ms a look this way)."""
-        if self._control is None and not self._no_control:
-            self._control = ControlClient.open(self.sock, "c")
-            self._no_control = self._control is None
-        if self._control is not None:
+        if self._client() is not None:
             try:
                 text = self._control.command("capture-pane -p -t c")
                 if text.count("\n") == self.size[1]:
@@ -309,25 +306,32 @@ class TmuxConsole:
                     return self._control.command("capture-pane -p -t c")
                 self._no_control = True
             except (OSError, EOFError, TimeoutError):
-                if self._control is not None:
-                    self._control.close()
-                self._control, self._no_control = None, True
+                self._drop_client()
         return self.tmux("capture-pane", "-p", "-t", "c").stdout
+
+    def _client(self) -> ControlClient | None:
+        """The control client, opened on first use (None where it cannot be: then a process per command)."""
+        if self._control is None and not self._no_control:
+            self._control = ControlClient.open(self.sock, "c")
+            self._no_control = self._control is None
+        return self._control
+
+    def _drop_client(self) -> None:
+        if self._control is not None:
+            self._control.close()
+        self._control, self._no_control = None, True
 
     def keys(self, *keys: str) -> None:
         """Type `keys` into the console's terminal. Through the control client when there is one: a `tmux
         send-keys` process per press put its own start (2.4 ms idle here, more on two busy cores) inside every
         latency the benchmarks time, a cost no person typing pays. `DFC_BENCH_SPAWN_KEYS=1` restores it (to
         compare)."""
-        if not os.environ.get("DFC_BENCH_SPAWN_KEYS"):
-            self.screen()  # opens the control client the first time
-            if self._control is not None:
-                try:
-                    self._control.command("send-keys -t c " + " ".join(_tmux_word(k) for k in keys))
-                    return
-                except (OSError, EOFError, TimeoutError):
-                    self._control.close()
-                    self._control, self._no_control = None, True
+        if not os.environ.get("DFC_BENCH_SPAWN_KEYS") and (client := self._client()) is not None:
+            try:
+                client.command("send-keys -t c " + " ".join(_tmux_word(k) for k in keys))
+                return
+            except (OSError, EOFError, TimeoutError):
+                self._drop_client()
         self.tmux("send-keys", "-t", "c", *keys)
 
     def wait_text(self, text: str, timeout: float) -> float:

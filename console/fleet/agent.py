@@ -309,7 +309,7 @@ def oneshot_mode(cfg):
     jobs = [(check, k) for k in targets]
     for r in routers:
         for part, base in (("health", r["base"]), ("workers", r["base"]), ("metrics", r["metrics"])):
-            jobs.append((ask, (r["name"], part, base + "/" + part, 65536 if part == "health" else int(r["max"]))))
+            jobs.append((ask, (r["name"], part, base + "/" + part, int(r["health_max" if part == "health" else "max"]))))
     threads = [threading.Thread(target=fn, args=a, daemon=True) for fn, a in jobs]
     for th in threads:
         th.start()

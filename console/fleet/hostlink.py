@@ -385,7 +385,7 @@ class HostLink:
             got, t0 = False, time.monotonic()
             try:
                 while True:
-                    limit = self.watchdog_s if got else max(self.watchdog_s, liveness.FIRST_FRAME_S)
+                    limit = liveness.frame_limit(self.watchdog_s, not got)
                     try:
                         data = await asyncio.wait_for(q.get(), limit)
                     except TimeoutError:
@@ -448,7 +448,7 @@ class HostLink:
                             self._agent_failed(t0)
                         await asyncio.sleep(1)
                         break
-                    limit = self.watchdog_s if seen[1] else max(self.watchdog_s, liveness.FIRST_FRAME_S)
+                    limit = liveness.frame_limit(self.watchdog_s, not seen[1])
                     if time.monotonic() - seen[0] >= limit:
                         break  # no heartbeat: the loop or the link is stuck; restart the tail
             finally:

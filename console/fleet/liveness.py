@@ -71,6 +71,11 @@ that was only slow to start was called down and reconnected, a burst that slowed
 first frame the agent answers every second and the plain limit applies."""
 
 
+def frame_limit(limit_s: float, first: bool) -> float:
+    """The silence allowed before a frame counts as missing: FIRST_FRAME_S (if longer) until the first one came."""
+    return max(limit_s, FIRST_FRAME_S) if first else limit_s
+
+
 class Silence:
     """A host's silence as the watchdog should judge it: the time since its last frame, less the time this console's
     own event loop was late (a starved console reads a live host's frames late; it must not call the host dead and
@@ -93,4 +98,4 @@ class Silence:
             self.stalled_s = 0.0
         self.stalled_s += max(0.0, now - expected - self.TICK_SLACK_S)
         quiet = now - last_frame - self.stalled_s
-        return quiet if quiet > (max(self.limit_s, FIRST_FRAME_S) if first else self.limit_s) else None
+        return quiet if quiet > frame_limit(self.limit_s, first) else None

@@ -119,7 +119,11 @@ def stop_script(dir_: str, grace_s: int = STOP_GRACE_S) -> str:
             f"i=$((i+1)); done; fi; if {alive}; then echo \"alive $pid\"; exit 1; fi; rm -f {d}/pid; echo \"stopped $pid\"")
 
 
-def log_tail_script(path: str, max_bytes: int = 8192) -> str:
+LOG_TAIL_BYTES = 8192
+"""The end of a router's log read for why it ended."""
+
+
+def log_tail_script(path: str, max_bytes: int = LOG_TAIL_BYTES) -> str:
     return f"tail -c {int(max_bytes)} {shell_path(path)} 2>/dev/null"
 
 

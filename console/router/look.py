@@ -14,15 +14,19 @@ from typing import TYPE_CHECKING, Any
 
 from console.fleet.oneshot import HEALTH_DEADLINE_S, Look, OneShot, RouterPart
 from console.router import command as rc
-from console.router.answers import MAX_BYTES, RouterCounters, RouterWorker, parse_counters, parse_workers
+from console.router.answers import (
+    HEALTH_MAX_BYTES,
+    MAX_BYTES,
+    RouterCounters,
+    RouterWorker,
+    parse_counters,
+    parse_workers,
+)
 from console.router.state import RouterView, crash_cause
 
 if TYPE_CHECKING:
     from console.config import Fleet
     from console.fleet.state import ServerState
-
-LOG_TAIL = 8192
-"""A router's log end, for why it ended (as console.router.command.log_tail_script reads it)."""
 
 
 def process_view(v: RouterView, rep: rc.ProcessReport, now: float) -> RouterView:
@@ -84,7 +88,7 @@ def router_config(fleet: Fleet, host_name: str) -> list[dict[str, Any]]:
     base URL as the host reaches it, its metrics URL (127.0.0.1 only: the console starts it so), the caps."""
     return [{"name": name, "status": rc.status_script(rc.state_dir(fleet.hosts[host_name], name)),
              "base": rc.worker_url(spec.bind, spec.port), "metrics": f"http://127.0.0.1:{spec.prometheus_port}",
-             "max": MAX_BYTES, "log": LOG_TAIL}
+             "max": MAX_BYTES, "health_max": HEALTH_MAX_BYTES, "log": rc.LOG_TAIL_BYTES}
             for name, spec in fleet.routers.items() if spec.host == host_name]
 
 

@@ -189,12 +189,11 @@ class DemoFleet:
         if not self._cleaned:
             self._cleaned = True
             self.claims.release()
-        shutil.rmtree(self.root, ignore_errors=True)
+        self.remove_tree()
         for _ in range(3):  # the console's own monitor and tail loops on the sim hosts, and one-shot children
             if not _kill_mentioning(self.root):  # forked while the others were being killed
                 break
-        # again: what those loops' ends journaled meanwhile (the journal makes its directory) would be left behind
-        shutil.rmtree(self.root, ignore_errors=True)
+        self.remove_tree()  # again: what those loops' ends journaled meanwhile (the journal makes its directory)
 
     def remove_tree(self) -> None:
         """The temp tree alone, at a hard exit: whatever the console wrote there since cleanup() goes too."""

@@ -19,16 +19,19 @@ def test_tmux_words_keep_every_character() -> None:
 
 def test_keys_typed_through_the_control_client_arrive_as_typed(tmp_path) -> None:
     con = TmuxConsole(tmp_path / "unused.toml", size=(80, 24))
-    r = con.tmux("new-session", "-d", "-s", "c", "-x", "80", "-y", "24", "stty -echo; cat -v")
+    r = con.tmux("new-session", "-d", "-s", "c", "-x", "80", "-y", "24", "stty -echo; echo ready; cat -v")
     assert r.returncode == 0, r.stderr
     try:
+        deadline = time.monotonic() + 10
+        while "ready" not in con.screen() and time.monotonic() < deadline:  # echo off before the first key
+            time.sleep(0.05)
         for k in ("i", "?", "'", 'a"b$c\\d', "a'b\"c$\\", "Escape", "Enter"):
             con.keys(k)
         assert con._control is not None  # not the `tmux send-keys` process per press
         deadline = time.monotonic() + 10
         while "^[" not in con.screen() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert con.screen().splitlines()[0] == 'i?\'a"b$c\\da\'b"c$\\^['
+        assert con.screen().splitlines()[1] == 'i?\'a"b$c\\da\'b"c$\\^['
     finally:
         if con._control is not None:
             con._control.close()
