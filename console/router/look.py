@@ -48,6 +48,11 @@ def unanswered(v: RouterView, error: str, now: float) -> RouterView:
     return replace(v, phase=phase, error=error[:200], checked_at=now)
 
 
+def not_ready(v: RouterView, code: int, now: float) -> RouterView:
+    """/health answered, but not 200: the router is (again) starting, whatever it was."""
+    return replace(v, phase="starting", error=f"/health HTTP {code}", checked_at=now)
+
+
 def answered(v: RouterView, workers: tuple[RouterWorker, ...], counters: RouterCounters | None, now: float,
              mono: float) -> RouterView:
     """/health said 200 and /workers listed them: running (requests/s once two metrics reads are in)."""
@@ -125,9 +130,11 @@ def router_views(fleet: Fleet, host_name: str, shot: OneShot, now: float, mono: 
             out[name] = v
             continue
         health, workers, metrics = parts.get("health"), parts.get("workers"), parts.get("metrics")
-        if health is None or health.kind != "http" or health.status != 200:
-            out[name] = unanswered(v, f"/health HTTP {health.status}" if health and health.kind == "http"
-                                   else _unanswered_why("/health", health), now)
+        if health is not None and health.kind == "http" and health.status != 200:
+            out[name] = not_ready(v, health.status if health.status is not None else 0, now)
+            continue
+        if health is None or health.kind != "http":
+            out[name] = unanswered(v, _unanswered_why("/health", health), now)
             continue
         if workers is None or workers.kind != "http" or workers.status != 200:
             out[name] = unanswered(v, _unanswered_why("/workers", workers), now)

@@ -174,7 +174,7 @@ class RouterManager:
             api = await self.api(name)
             code = await api.health()
             if code != 200:
-                return self._set(look.unanswered(v, f"/health HTTP {code}", now))
+                return self._set(look.not_ready(v, code, now))
             workers = tuple(await api.workers())
             counters = None
             with contextlib.suppress(httpx.HTTPError, TimeoutError, ValueError, TransportError):

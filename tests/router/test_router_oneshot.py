@@ -176,3 +176,10 @@ def test_a_router_whose_host_is_down_says_so(tmp_path: Path) -> None:
     assert v.phase == "unknown" and v.error == "host box is not connected"
     assert found.state.hosts["box"].conn != "up"
 
+
+
+def test_a_running_router_whose_health_is_not_200_is_starting_again() -> None:
+    """As the manager's refresh always said: /health answering 503 is not running, whatever the router was."""
+    v = RouterView("lb", "box", 30080, "round_robin", phase="running", pid=1)
+    assert (look.not_ready(v, 503, 1.0).phase, look.not_ready(v, 503, 1.0).error) == ("starting", "/health HTTP 503")
+    assert look.unanswered(v, "ConnectError", 1.0).phase == "running"  # a failed read alone keeps what it was
