@@ -16,6 +16,7 @@ from console.fleet.state import ServerState
 from console.ui import format as fmt
 from console.ui.backend import ChatRequest
 from console.ui.console_app import console_app
+from console.ui.static_text import update_static
 from console.ui.widgets.footer import ConsoleFooter
 
 
@@ -74,13 +75,13 @@ class Turn(Vertical):
         if kind == "reasoning":
             self.reasoning += text
             self.query_one("#reasoning-box").display = True
-            self.query_one("#reasoning", Static).update(Content(fmt.clean(self.reasoning)))
+            update_static(self.query_one("#reasoning", Static), Content(fmt.clean(self.reasoning)))
         else:
             self.answer += text
-            self.query_one("#answer", Static).update(Content(fmt.clean(self.answer)))
+            update_static(self.query_one("#answer", Static), Content(fmt.clean(self.answer)))
 
     def stats(self, text: str) -> None:
-        self.query_one("#stats", Static).update(Content(text))
+        update_static(self.query_one("#stats", Static), Content(text))
 
 
 class ChatScreen(Screen):

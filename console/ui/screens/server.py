@@ -21,6 +21,7 @@ from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.console_app import console_app
 from console.ui.logsearch import find_traceback
 from console.ui.screens.fleet import ServerKeys
+from console.ui.static_text import update_static
 from console.ui.textual_private import LayoutOnce, QuietFrames, draw_now
 from console.ui.views import ServerPage, server_page
 from console.ui.widgets.footer import ConsoleFooter
@@ -89,7 +90,6 @@ class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
     ServerScreen #side { width: 56; height: 1fr; border-left: solid $panel-lighten-2; padding: 0 1; }
     ServerScreen.-narrow #body { layout: vertical; }
     ServerScreen.-narrow #side { width: 1fr; height: 12; border-left: none; border-top: solid $panel-lighten-2; }
-    ServerScreen #side.-hidden { display: none; }
     ServerScreen #search { dock: bottom; display: none; }
     ServerScreen #search.-show { display: block; }
     ServerScreen .section { text-style: bold; color: $accent; margin-top: 1; }
@@ -196,7 +196,7 @@ class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
         self.set_class(narrow, "-narrow")
         if narrow != self._narrow:
             self._narrow = narrow
-            self.query_one("#side").set_class(narrow, "-hidden")
+            self.query_one("#side").display = not narrow
 
     def sync(self) -> None:
         """Header, diagnosis, timeline and command from the server's page view, each only when it changed."""
@@ -217,17 +217,17 @@ class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
             head = spans(page.crumbs, c) + "\n" + spans(page.state, c)
             if page.notes:
                 head = head + "\n" + spans(page.notes, c)
-            self.query_one("#head", Static).update(head)
+            update_static(self.query_one("#head", Static), head)
         if old is None or old.diag != page.diag:
             diag = self.query_one("#diag", Static)
-            diag.update(spans(page.diag, c))
+            update_static(diag, spans(page.diag, c))
             diag.set_class(bool(page.diag), "-show")
         if old is None or old.timeline != page.timeline:
-            self.query_one("#timeline", Static).update(timeline_table(page.timeline, c))
+            update_static(self.query_one("#timeline", Static), timeline_table(page.timeline, c))
         if old is None or old.command != page.command:
-            self.query_one("#command", Static).update(Content(page.command))
+            update_static(self.query_one("#command", Static), Content(page.command))
         if old is None or old.facts != page.facts:
-            self.query_one("#facts", Static).update(Content("\n".join(page.facts) or "—"))
+            update_static(self.query_one("#facts", Static), Content("\n".join(page.facts) or "—"))
 
     def _sync_bar(self) -> None:
         """The log's state on screen, not in a toast: follow/paused, filter, wrap, search matches, which log."""
@@ -257,7 +257,7 @@ class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
         probe = console_app(self).last_probe_line
         if probe:
             parts.append(" · probe: " + fmt.clean(probe, 80))
-        self.query_one("#logbar", Static).update(Content.assemble(*parts))
+        update_static(self.query_one("#logbar", Static), Content.assemble(*parts))
 
     # -- actions -------------------------------------------------------------------------
     def action_back(self) -> None:
@@ -385,6 +385,8 @@ class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
         self.notify(f"saved {len(lines)} lines to {path}", markup=False)
 
     def action_toggle_info(self) -> None:
+        """The side panel's `display`, set inline: a class would re-apply the stylesheet to the panel's whole
+        subtree first (2 of an `i`'s 14 ms at 200x60, benchmarks/bench_keypress.py)."""
         side = self.query_one("#side")
-        side.toggle_class("-hidden")
+        side.display = not side.display
         draw_now(side)
