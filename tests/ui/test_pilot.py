@@ -329,6 +329,46 @@ async def test_server_screen_asks_for_live_log_news_only_while_on_top(make_app) 
     assert api.watched[SERVING] == 0  # the app's exit unmounted it
 
 
+async def test_back_from_help_draws_first_a_reopen_pulls_first(make_app) -> None:  # type: ignore[no-untyped-def]
+    """Escape from help: the frame that closes it shows the view as it was and the lines that came meanwhile follow
+    in the next frame, at once (not at the 0.25 s backstop); a reopen from the fleet after longer pulls before its
+    first frame, so that a stale view is never drawn."""
+    api = FakeApi()
+    app = make_app(api)
+    frames: list[tuple[str, str]] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_server(SERVING)
+        view = await server_log(pilot)
+        screen = app.screen
+        log = api.state.servers[SERVING].log
+        shown = app._display
+
+        def display(on: object, renderable: object) -> None:
+            frames.append((type(on).__name__, view.lines[-1] if view.lines else ""))
+            shown(on, renderable)  # type: ignore[arg-type]
+
+        app._display = display  # type: ignore[method-assign]
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help on top")
+        log.add("[2026-12-01 14:10:00] came while help was up")
+        frames.clear()
+        t0 = time.monotonic()
+        await pilot.press("escape")
+        await until(pilot, lambda: view.lines[-1].endswith("came while help was up"), "the new line pulled")
+        assert time.monotonic() - t0 < 0.25  # the pull after the frame, not the backstop's
+        first = next(f for f in frames if f[0] == "ServerScreen")
+        assert not first[1].endswith("came while help was up"), frames
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the fleet")
+        log.add("[2026-12-01 14:10:01] came while on the fleet")
+        screen._suspended_at -= 60  # type: ignore[attr-defined]  # a minute on the fleet
+        frames.clear()
+        app.open_server(SERVING)
+        await until(pilot, lambda: any(f[0] == "ServerScreen" for f in frames), "the reopened screen drawn")
+        first = next(f for f in frames if f[0] == "ServerScreen")
+        assert first[1].endswith("came while on the fleet"), frames
+
+
 async def test_log_firehose_batches(make_app) -> None:  # type: ignore[no-untyped-def]
     """20k lines arrive between two ticks: one pull, no worker per line, view stays at the tail."""
     from tests.ui.fakes import ScriptedLog

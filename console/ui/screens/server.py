@@ -58,6 +58,12 @@ anyway, too fast to read), at most 10 pulls (frames) a second. Each pull redraws
 (benchmarks/bench_keypress.py: 20 a second cost 4-8 % more of a core under its flood, and the keys' medians
 rose with it)."""
 
+RESUME_LATER_S = 2.0
+"""Back on the server screen within this long of leaving it, the screen is drawn before the log pull, not
+after: closing a dialog under a log flood drew the pull's whole new log view in the same frame (Escape
+closing help; benchmarks/bench_keypress.py). The lines come in the next frame, as they would have within
+PULL_FLOOD_S anyway."""
+
 
 class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
     """Log on the left, facts on the right (below when narrow; `i` toggles them)."""
@@ -156,12 +162,19 @@ class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
     def on_screen_suspend(self) -> None:
         self._backstop.pause()  # kept built for a quick reopen (DflashApp.open_server), idle meanwhile
         self._watch(False)
+        self._suspended_at = time.monotonic()
 
     def on_screen_resume(self) -> None:
+        """Back from a dialog (help, a confirm): the screen as it was is drawn first and the lines that came
+        meanwhile a frame later; back after longer (a reopen from the fleet): they are pulled first, so that
+        an old view is never shown."""
         if hasattr(self, "_backstop"):
             self._backstop.resume()
             self.sync()
-            self._pull()
+            if time.monotonic() - getattr(self, "_suspended_at", float("-inf")) < RESUME_LATER_S:
+                self.call_after_refresh(self._pull)
+            else:
+                self._pull()
         self._watch(True)
 
     def on_unmount(self) -> None:
