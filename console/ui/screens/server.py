@@ -169,7 +169,7 @@ class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
         meanwhile a frame later; back after longer (a reopen from the fleet): they are pulled first, so that
         an old view is never shown."""
         if hasattr(self, "_backstop"):
-            self._backstop.resume()
+            self._backstop.reset()  # resumed from a fresh period: resume() ticks at once when one ran out meanwhile
             self.sync()
             if time.monotonic() - getattr(self, "_suspended_at", float("-inf")) < RESUME_LATER_S:
                 self.call_after_refresh(self._pull)
