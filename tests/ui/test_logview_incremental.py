@@ -151,3 +151,50 @@ async def test_scrollbars_are_there_from_the_first_layout_and_lines_fit_beside_t
         assert view.scrollable_content_region.height == 20
         row = view.render_line(view.scrollable_content_region.height - 1).text
         assert len(row.rstrip()) <= 79  # a wrapped row ends before the vertical scrollbar
+
+
+class StyledHost(App[None]):
+    CSS = "LogView { height: 1fr; }"
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__()
+        self.lines = lines
+
+    def compose(self) -> ComposeResult:
+        yield LogView(lambda: (self.lines, len(self.lines)), id="log")
+
+
+async def test_bare_view_draws_what_textuals_line_styling_draws() -> None:
+    """The bare view's rows go to the frame without Textual's per-line box styling: cell for cell the same strips,
+    with the app's line filters (monochrome here) and a crop that starts inside a row, as through Textual's path."""
+    from rich.segment import Segment
+    from textual.filter import Monochrome
+    from textual.geometry import Region
+    from textual.widget import Widget
+
+    lines = [f"[2026-12-01 14:10:{i % 60:02d} TP0] Decode batch, #running-req: {i}" for i in range(300)]
+    lines[150] = "[2026-12-01 14:10:00] ERROR: CUDA out of memory " + "x" * 200
+    lines[151] = "[2026-12-01 14:10:00] WARNING: slow " + "\x1b[31mred\x1b[0m"
+    app = StyledHost(lines)
+    async with app.run_test(size=(90, 30)) as pilot:
+        view = app.query_one(LogView)
+        view.pull()
+        view.search("batch")
+        view.show_row(150)
+        await pilot.pause()
+
+        def cells(strips: list) -> list[list[tuple[str, object]]]:  # type: ignore[type-arg]
+            return [[(s.text, s.style) for s in Segment.simplify(list(strip)) if s.text] for strip in strips]
+
+        def textuals(crop: Region) -> list:  # type: ignore[type-arg]
+            view._frame = view._new_frame()
+            try:
+                return Widget.render_lines(view, crop)
+            finally:
+                view._frame = None
+
+        assert view._bare()
+        for filters in ([], [Monochrome()]):
+            view.get_line_filters = lambda f=filters: f  # type: ignore[method-assign]
+            for crop in (Region(0, 0, 90, 30), Region(7, 3, 40, 10)):
+                assert cells(view.render_lines(crop)) == cells(textuals(crop)), (filters, crop)

@@ -342,12 +342,35 @@ class LogView(ScrollView, can_focus=True):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """Styles, size and scroll offset are read once per render, not once per row (`rich_style` walks every
-        ancestor's styles; per row it was over half of a log frame's cost)."""
+        ancestor's styles; per row it was over half of a log frame's cost).
+
+        A bare view (no border, outline, padding, tint, hatch or opacity: the console's) gives its rows
+        straight to the frame, through the app's line filters: Textual's per-line box styling would change
+        nothing in them, and its line cache cannot help a view whose every row changes with each pull of a
+        flooding log. That was over a third of the view's share of a frame (benchmarks/bench_keypress.py).
+        """
         self._frame = self._new_frame()
         try:
-            return super().render_lines(crop)
+            if not self._bare():
+                return super().render_lines(crop)
+            strips = [self.render_line(y) for y in crop.line_range]
+            filters = self.get_line_filters()
+            if filters:
+                background = self.background_colors[1]
+                for f in filters:
+                    strips = [strip.apply_filter(f, background) for strip in strips]
+            x1, x2 = crop.column_span
+            if (x1, x2) != (0, self._frame[2]):
+                strips = [strip.crop(x1, x2) for strip in strips]
+            return strips
         finally:
             self._frame = None
+
+    def _bare(self) -> bool:
+        st = self.styles
+        return (not any(edge for edge, _ in st.border) and not any(edge for edge, _ in st.outline)
+                and not any(st.padding) and not st.tint.a and st.text_opacity == 1.0 and self.opacity == 1.0
+                and st.hatch in (None, "none"))
 
     def render_line(self, y: int) -> Strip:
         # outside render_lines (Textual's own paths, a test): a frame of its own
