@@ -36,3 +36,12 @@ def test_keys_typed_through_the_control_client_arrive_as_typed(tmp_path) -> None
         if con._control is not None:
             con._control.close()
         con.tmux("kill-server")
+
+
+def test_settle_waits_while_the_cpu_still_falls() -> None:
+    from benchmarks.harness import settled
+
+    assert not settled([52.7])
+    assert not settled([47.0, 40.0])  # still falling: the window run L's 64-host figure came from
+    assert not settled([5.0, 2.7])
+    assert settled([8.0, 7.6]) and settled([2.7, 1.0]) and settled([3.0, 9.0])
