@@ -115,6 +115,8 @@ class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
         self._bar: tuple[object, ...] | None = None
         self._matches: tuple[str, int] | None = None
         self._watching = False
+        self._suspended_at = float("-inf")
+        """When another screen last covered this one (RESUME_LATER_S)."""
 
     def current_server(self) -> ServerState | None:
         return console_app(self).state.servers.get(self.server_name)
@@ -171,7 +173,7 @@ class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
         if hasattr(self, "_backstop"):
             self._backstop.reset()  # resumed from a fresh period: resume() ticks at once when one ran out meanwhile
             self.sync()
-            if time.monotonic() - getattr(self, "_suspended_at", float("-inf")) < RESUME_LATER_S:
+            if time.monotonic() - self._suspended_at < RESUME_LATER_S:
                 self.call_after_refresh(self._pull)
             else:
                 self._pull()
