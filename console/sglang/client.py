@@ -22,6 +22,7 @@ from typing import Any, Literal
 import httpx
 
 from console import hostjson
+from console.sglang.aio_streams import use_asyncio_streams
 from console.sglang.httpbound import (
     HEALTH_DEADLINE_S,
     HEALTH_MAX_BYTES,
@@ -253,6 +254,8 @@ class SGLangClient:
         self._own = client is None
         self._http = client or httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=headers,
                                                  trust_env=False, verify=_ssl_context())
+        if client is None:
+            use_asyncio_streams(self._http)  # its own client only: a shared one is its owner's to set up
         if client is not None and headers:
             self._http.headers.update(headers)
 
