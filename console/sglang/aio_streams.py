@@ -24,10 +24,13 @@ from typing import Any, TypeVar
 import httpcore
 import httpx
 from httpcore import ConnectError, ConnectTimeout, ReadError, ReadTimeout, WriteError, WriteTimeout
-from httpcore._backends.base import AsyncNetworkBackend, AsyncNetworkStream  # what httpcore's backends implement
+from httpcore._backends.base import (  # what httpcore's backends implement
+    SOCKET_OPTION,
+    AsyncNetworkBackend,
+    AsyncNetworkStream,
+)
 from httpcore._utils import is_socket_readable
 
-SocketOption = tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
 T = TypeVar("T")
 
 
@@ -89,7 +92,7 @@ class AsyncioStream(AsyncNetworkStream):
 
 class AsyncioBackend(AsyncNetworkBackend):
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                          socket_options: Iterable[SocketOption] | None = None) -> AsyncioStream:
+                          socket_options: Iterable[SOCKET_OPTION] | None = None) -> AsyncioStream:
         reader, writer = await _mapped(asyncio.open_connection(
             host, port, local_addr=(local_address, 0) if local_address else None), timeout, ConnectTimeout, ConnectError)
         sock = writer.get_extra_info("socket")
@@ -98,7 +101,7 @@ class AsyncioBackend(AsyncNetworkBackend):
         return AsyncioStream(reader, writer)
 
     async def connect_unix_socket(self, path: str, timeout: float | None = None,
-                                  socket_options: Iterable[SocketOption] | None = None) -> AsyncioStream:
+                                  socket_options: Iterable[SOCKET_OPTION] | None = None) -> AsyncioStream:
         reader, writer = await _mapped(asyncio.open_unix_connection(path), timeout, ConnectTimeout, ConnectError)
         return AsyncioStream(reader, writer)
 

@@ -256,7 +256,7 @@ class SGLangClient:
                                                  trust_env=False, verify=_ssl_context())
         if client is None:
             use_asyncio_streams(self._http)  # its own client only: a shared one is its owner's to set up
-        if client is not None and headers:
+        elif headers:
             self._http.headers.update(headers)
 
     async def aclose(self) -> None:
