@@ -2,6 +2,7 @@
 
 `python -m benchmarks.run_all` (about 14 minutes; `--quick` about 8). Each benchmark also runs
 alone: `python -m benchmarks.bench_<name> --help`. Exit status 0 when every target is met.
+`--busy N` runs N CPU-bound processes beside every benchmark: "other work running" made reproducible.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 from benchmarks.common import ROOT, Result, print_table
 
@@ -33,6 +35,24 @@ BENCHMARKS: list[tuple[str, list[str], list[str], int]] = [
     ("bench_host_growth", [], ["--counts", "4,16", "--seconds", "12", "--settle", "15", "--local-counts", "64",
                                "--local-seconds", "10", "--presses", "3"], 360),
 ]
+
+
+BUSY_LOOP = "while True: pass"
+
+
+@contextlib.contextmanager
+def other_work(n: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """n CPU-bound processes (a bare Python loop, normal priority) for the duration: the other engineers' test suites
+    this machine is shared with, as one steady, repeatable load instead of whatever ran at the time."""
+    procs = [subprocess.Popen([sys.executable, "-I", "-S", "-c", BUSY_LOOP], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(n)]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
 
 
 def run_one(module: str, args: list[str], limit: int) -> Result:
@@ -81,26 +101,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="shorter windows (about 8 minutes)")
     ap.add_argument("--only", nargs="*", metavar="NAME", help="run only these (e.g. bench_chat_ttft)")
     ap.add_argument("--json", metavar="PATH", help="also write every Result to this JSON file")
+    ap.add_argument("--busy", type=int, default=0, metavar="N",
+                    help="N CPU-bound processes run beside every benchmark (after the calibration)")
     a = ap.parse_args(argv)
     results: list[Result] = []
     t0 = time.monotonic()
     cal = calibration()
     cal_line = (f"calibration: this machine parses {cal['mixed lines/s']:,} lines/s mixed, "
                 f"{cal['serving lines/s']:,} serving lines/s (one core, CPU time; README figures: ~310k / ~395k)")
+    busy_line = (f"other work: {a.busy} CPU-bound process{'es' if a.busy > 1 else ''} ran beside every benchmark "
+                 f"(--busy {a.busy}) on this machine's {os.cpu_count()} cores" if a.busy else "")
     print(cal_line, flush=True)
-    for module, normal, quick, limit in BENCHMARKS:
-        if a.only and module not in a.only:
-            continue
-        print(f"--- {module} ...", flush=True)
-        r = run_one(module, quick if a.quick else normal, limit)
-        r.print()
-        results.append(r)
+    if busy_line:
+        print(busy_line, flush=True)
+    with other_work(a.busy):
+        for module, normal, quick, limit in BENCHMARKS:
+            if a.only and module not in a.only:
+                continue
+            print(f"--- {module} ...", flush=True)
+            r = run_one(module, quick if a.quick else normal, limit)
+            if a.busy:
+                r.detail["other work (CPU-bound processes)"] = a.busy
+            r.print()
+            results.append(r)
     print(f"\n=== summary ({time.monotonic() - t0:.0f} s) ===")
     print(cal_line)
+    if busy_line:
+        print(busy_line)
     print_table(results)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"calibration": cal, "results": [json.loads(r.to_json()) for r in results]}, f, indent=2)
+            json.dump({"calibration": cal, "busy": a.busy,
+                       "results": [json.loads(r.to_json()) for r in results]}, f, indent=2)
     return 0 if all(r.ok for r in results) else 1
 
 
