@@ -71,15 +71,17 @@ class CrashClock(threading.Thread):
         super().__init__(daemon=True)
         self.port, self.log = port, log
         """Set once the launch has named it; started before the launch, the clock sees a crash at init too."""
+        self.pid: int | None = None
+        """The server's process, looked up by the clock; for a server already up, by the test before the kill: a
+        clock still scanning /proc when the kill landed never found the process, and so never saw it go."""
         self.at: float | None = None
         self.at_wall = 0.0
         self.stop = threading.Event()
 
     def run(self) -> None:
-        pid = None
         while not self.stop.is_set() and self.at is None:
-            pid = pid or _server_gpid(self.port)
-            gone = pid is not None and not Path(f"/proc/{pid}").exists()
+            self.pid = self.pid or _server_gpid(self.port)
+            gone = self.pid is not None and not Path(f"/proc/{self.pid}").exists()
             try:
                 text = self.log.read_bytes() if self.log is not None and self.log.exists() else b""
             except OSError:
@@ -112,6 +114,8 @@ async def _one(ctl: FleetController, h: SimHost, preset: str, port: int, name: s
         if phase == "serving":  # really serving: ready in the log and /health 200, then the crash
             ready = await ctl.wait_ready(name, 30)
             assert ready.ok, ready.message
+            clock.pid = _server_gpid(port)
+            assert clock.pid is not None, f"no sglang.launch_server process with --port {port}"
             clock.start()
             h.crash(port, kind)
         clock.log = Path(s.meta.log_path or "")
