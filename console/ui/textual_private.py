@@ -29,6 +29,9 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
    the frame that calls `Screen.refresh`: `LayoutOnce` drops a layout request that a layout which began after
    it already served, a resize to the size the screen is already laid out at, and the layout a finished mount
    asks for when the last layout already placed every widget it mounted.
+10. `textual._styles_cache.StylesCache` (`render`, `render_line`), `textual._border.get_box`,
+   `textual._segment_tools.line_pad` and `Widget._styles_cache`: `BoxRowsCache` composes a GPU pane's content
+   rows between its borders with the pieces made once per render.
 """
 
 from __future__ import annotations
@@ -37,15 +40,27 @@ import os
 import selectors
 import sys
 from codecs import getincrementaldecoder
-from collections.abc import Container
+from collections.abc import Callable, Container, Sequence
 from typing import Any
 
+from rich.segment import Segment
+from rich.style import Style as RichStyle
+from rich.terminal_theme import TerminalTheme
 from textual import _time, messages
+from textual._ansi_theme import DEFAULT_TERMINAL_THEME
+from textual._border import get_box
+from textual._segment_tools import line_pad
+from textual._styles_cache import StylesCache
 from textual.app import App
+from textual.color import Color
+from textual.content import Content
+from textual.css.styles import StylesBase
 from textual.driver import Driver
-from textual.geometry import Region, Size
+from textual.filter import LineFilter
+from textual.geometry import Region, Size, Spacing
 from textual.screen import Screen
 from textual.strip import Strip
+from textual.style import Style
 from textual.widget import AwaitMount, Widget
 
 from console.ui.gcpolicy import paused_during_frame
@@ -300,3 +315,68 @@ def _mount_already_placed(screen: Screen, caller: Any) -> bool:
         return bool(mount._widgets) and all(w in placed for w in mount._widgets)
     except (AttributeError, TypeError):  # Textual moved: lay out as it asks
         return False
+
+
+# -- 10. a bordered widget's content rows ----------------------------------------------------------------
+class BoxRowsCache(StylesCache):
+    """Textual's line cache for a widget with a plain box (a border on all four sides, horizontal padding only,
+    no outline, tint, hatch or opacity: a GPU pane). Its content rows are the widget's row between the side
+    borders and padding, with those pieces made once per render instead of once per row; the top and bottom
+    rows (border titles) and any other box are Textual's own `render_line`.
+
+    A focus move redraws every row of two panes (border, background and title all change), and Textual's
+    per-row composition (the border and outline tuples, new `Style`s hashed into `get_box`'s cache, the app's
+    theme looked up for each row) was most of that frame: the fleet screen's keys under a busy machine wait on
+    it (benchmarks/bench_keypress.py with `run_all --busy 1`). The output is the same cell for cell
+    (tests/ui/test_textual_private.py).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sides: tuple[int, int, int, int, RichStyle, Segment, Segment] | None = None
+        """(content width, content height, left pad, right pad, inner style, left border, right border) of the
+        render under way; None: the box is not plain, every row is Textual's."""
+
+    def render(self, styles: StylesBase, size: Size, base_background: Color, background: Color,
+               render_content_line: Callable[[int], Strip], filters: Sequence[LineFilter],
+               border_title: tuple[Content, Color, Color, Style] | None,
+               border_subtitle: tuple[Content, Color, Color, Style] | None, content_size: Size | None = None,
+               padding: Spacing | None = None, crop: Region | None = None, opacity: float = 1.0,
+               ansi_theme: TerminalTheme = DEFAULT_TERMINAL_THEME, native_ansi: bool = False) -> list[Strip]:
+        pad = styles.padding if padding is None else padding
+        (top, _), (right, right_color), (bottom, _), (left, left_color) = styles.border
+        plain = (top and right and bottom and left and not pad.top and not pad.bottom and opacity == 1.0
+                 and not any(edge for edge, _ in styles.outline) and not styles.tint.a
+                 and styles.text_opacity == 1.0 and styles.hatch in (None, "none"))
+        if plain:
+            inner, outer = Style(background=base_background + background), Style(background=base_background)
+            cw, ch = (size if content_size is None else content_size)
+            self._sides = (cw, ch, pad.left, pad.right, inner.rich_style,
+                           get_box(left, inner, outer, Style(foreground=base_background + left_color))[1][0],
+                           get_box(right, inner, outer, Style(foreground=base_background + right_color))[1][2])
+        try:
+            return super().render(styles, size, base_background, background, render_content_line, filters,
+                                  border_title, border_subtitle, content_size, padding, crop, opacity, ansi_theme,
+                                  native_ansi)
+        finally:
+            self._sides = None
+
+    def render_line(self, styles: StylesBase, y: int, size: Size, content_size: Size, padding: Spacing,
+                    base_background: Color, background: Color, render_content_line: Callable[[int], Strip],
+                    border_title: tuple[Content, Color, Color, Style] | None,
+                    border_subtitle: tuple[Content, Color, Color, Style] | None, opacity: float,
+                    ansi_theme: TerminalTheme, native_ansi: bool) -> Strip:
+        sides = self._sides
+        if sides is None or y == 0 or y >= size.height - 1:
+            return super().render_line(styles, y, size, content_size, padding, base_background, background,
+                                       render_content_line, border_title, border_subtitle, opacity, ansi_theme,
+                                       native_ansi)
+        cw, ch, pad_left, pad_right, inner, left, right = sides
+        line = (render_content_line(y - 1).adjust_cell_length(cw, inner) if y - 1 < ch
+                else Strip.blank(cw, inner))
+        return Strip([left, *line_pad(line, pad_left, pad_right, inner), right], size.width)
+
+
+def use_box_rows(widget: Widget) -> None:
+    """Gives `widget` a BoxRowsCache (at construction, before its first render)."""
+    widget._styles_cache = BoxRowsCache()

@@ -381,3 +381,42 @@ async def test_layout_once_lays_out_each_change_once_and_still_every_change() ->
         for _ in range(3):
             await pilot.pause()
         assert len(reflows) > done and late.region.height == 1 and late in screen._compositor.widgets
+
+
+async def test_box_rows_are_what_textual_draws_cell_for_cell() -> None:
+    """10. BoxRowsCache: every GPU pane of the demo fleet (free, starting, ready, crashed with its heavy border,
+    stale, marked), focused and not, whole and cropped, with and without a line filter: the rows Textual's own
+    StylesCache draws for it."""
+    from textual.filter import Monochrome
+    from textual.geometry import Region
+
+    from console.ui.app import DflashApp
+    from console.ui.widgets.gpu_pane import GpuPane
+    from tests.ui.fakes import NOW, FakeApi, FakeBackend
+
+    app = DflashApp(FakeApi(), clock=lambda: NOW, backend=FakeBackend())
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause()
+        panes = [p for p in app.screen.query(GpuPane) if p.region.area]
+        assert panes and all(isinstance(p._styles_cache, tp.BoxRowsCache) for p in panes)
+        seen: set[str] = set()
+        checked = 0
+        for i, p in enumerate(panes):
+            if i % 3 == 1:
+                p.add_class("-marked")
+            for focused in (False, True):
+                if focused:
+                    p.focus()
+                    await pilot.pause()
+                seen |= set(p.classes) | ({"focus"} if p.has_focus else set())
+                w, h = p.outer_size
+                for crop in (Region(0, 0, w, h), Region(3, 1, w - 5, h - 2), Region(0, h - 1, w, 1)):
+                    for filters in (p.get_line_filters(), [Monochrome()]):
+                        p.get_line_filters = lambda f=filters: f  # type: ignore[method-assign]
+                        ours = tp.BoxRowsCache().render_widget(p, crop)
+                        theirs = tp.StylesCache().render_widget(p, crop)
+                        del p.get_line_filters
+                        assert ours == theirs, (p.id, p.classes, focused, crop, filters)
+                        checked += 1
+        assert {"-free", "-ready", "-starting", "-crashed", "-marked", "focus"} <= seen, seen
+        assert checked >= 6 * len(panes)

@@ -20,7 +20,7 @@ from textual.widget import Widget
 
 from console.ui import format as fmt
 from console.ui.console_app import console_app
-from console.ui.textual_private import StillStrips
+from console.ui.textual_private import StillStrips, use_box_rows
 from console.ui.themes import SEMANTIC_DEFAULTS
 from console.ui.views import PaneView, Series, Span, pane_view
 from console.ui.visibility import CatchUpWhenShown, content_width, visible_widgets
@@ -211,6 +211,7 @@ class GpuPane(CatchUpWhenShown, StillStrips, Widget, can_focus=True):
 
     def __init__(self, host: str, gpu: int, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        use_box_rows(self)  # its content rows between the borders without Textual's per-row box styling
         self.host = host
         self.gpu = gpu
         self.marked = False
