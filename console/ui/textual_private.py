@@ -40,14 +40,13 @@ import os
 import selectors
 import sys
 from codecs import getincrementaldecoder
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container
 from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.terminal_theme import TerminalTheme
 from textual import _time, messages
-from textual._ansi_theme import DEFAULT_TERMINAL_THEME
 from textual._border import get_box
 from textual._segment_tools import line_pad
 from textual._styles_cache import StylesCache
@@ -56,7 +55,6 @@ from textual.color import Color
 from textual.content import Content
 from textual.css.styles import StylesBase
 from textual.driver import Driver
-from textual.filter import LineFilter
 from textual.geometry import Region, Size, Spacing
 from textual.screen import Screen
 from textual.strip import Strip
@@ -331,43 +329,44 @@ class BoxRowsCache(StylesCache):
     (tests/ui/test_textual_private.py).
     """
 
+    _NOT_YET = object()
+
     def __init__(self) -> None:
         super().__init__()
-        self._sides: tuple[int, int, int, int, RichStyle, Segment, Segment] | None = None
-        """(content width, content height, left pad, right pad, inner style, left border, right border) of the
-        render under way; None: the box is not plain, every row is Textual's."""
+        self._sides: Any = self._NOT_YET
+        """(content width, content height, left pad, right pad, inner style, left border, right border) for the
+        render under way, made at its first content row that is not cached (a frame that finds every row cached
+        pays nothing); None: the box is not plain, every row is Textual's."""
 
-    def render(self, styles: StylesBase, size: Size, base_background: Color, background: Color,
-               render_content_line: Callable[[int], Strip], filters: Sequence[LineFilter],
-               border_title: tuple[Content, Color, Color, Style] | None,
-               border_subtitle: tuple[Content, Color, Color, Style] | None, content_size: Size | None = None,
-               padding: Spacing | None = None, crop: Region | None = None, opacity: float = 1.0,
-               ansi_theme: TerminalTheme = DEFAULT_TERMINAL_THEME, native_ansi: bool = False) -> list[Strip]:
-        pad = styles.padding if padding is None else padding
+    def render(self, *args: Any, **kwargs: Any) -> list[Strip]:
+        self._sides = self._NOT_YET  # the styles may have changed since the last render
+        return super().render(*args, **kwargs)
+
+    @staticmethod
+    def _make_sides(styles: StylesBase, content_size: Size, pad: Spacing, base_background: Color, background: Color,
+                    opacity: float) -> tuple[int, int, int, int, RichStyle, Segment, Segment] | None:
         (top, _), (right, right_color), (bottom, _), (left, left_color) = styles.border
-        plain = (top and right and bottom and left and not pad.top and not pad.bottom and opacity == 1.0
-                 and not any(edge for edge, _ in styles.outline) and not styles.tint.a
-                 and styles.text_opacity == 1.0 and styles.hatch in (None, "none"))
-        if plain:
-            inner, outer = Style(background=base_background + background), Style(background=base_background)
-            cw, ch = (size if content_size is None else content_size)
-            self._sides = (cw, ch, pad.left, pad.right, inner.rich_style,
-                           get_box(left, inner, outer, Style(foreground=base_background + left_color))[1][0],
-                           get_box(right, inner, outer, Style(foreground=base_background + right_color))[1][2])
-        try:
-            return super().render(styles, size, base_background, background, render_content_line, filters,
-                                  border_title, border_subtitle, content_size, padding, crop, opacity, ansi_theme,
-                                  native_ansi)
-        finally:
-            self._sides = None
+        if not (top and right and bottom and left and not pad.top and not pad.bottom and opacity == 1.0
+                and not any(edge for edge, _ in styles.outline) and not styles.tint.a
+                and styles.text_opacity == 1.0 and styles.hatch in (None, "none")):
+            return None
+        inner, outer = Style(background=base_background + background), Style(background=base_background)
+        return (content_size.width, content_size.height, pad.left, pad.right, inner.rich_style,
+                get_box(left, inner, outer, Style(foreground=base_background + left_color))[1][0],
+                get_box(right, inner, outer, Style(foreground=base_background + right_color))[1][2])
 
     def render_line(self, styles: StylesBase, y: int, size: Size, content_size: Size, padding: Spacing,
                     base_background: Color, background: Color, render_content_line: Callable[[int], Strip],
                     border_title: tuple[Content, Color, Color, Style] | None,
                     border_subtitle: tuple[Content, Color, Color, Style] | None, opacity: float,
                     ansi_theme: TerminalTheme, native_ansi: bool) -> Strip:
-        sides = self._sides
-        if sides is None or y == 0 or y >= size.height - 1:
+        sides = None
+        if 0 < y < size.height - 1:
+            sides = self._sides
+            if sides is self._NOT_YET:
+                sides = self._sides = self._make_sides(styles, content_size, padding, base_background, background,
+                                                       opacity)
+        if sides is None:
             return super().render_line(styles, y, size, content_size, padding, base_background, background,
                                        render_content_line, border_title, border_subtitle, opacity, ansi_theme,
                                        native_ansi)
