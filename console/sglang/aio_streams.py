@@ -4,8 +4,10 @@ httpx reaches the socket through httpcore and httpcore through anyio, whose stre
 cancel-scope layers were a sixth of what a streamed chat request costs in Python. Measured alternating
 per request on a fresh connection, the console's first token came 2.0-2.4 ms after curl's, 1.55-1.7 ms
 with these streams; plain asyncio was 0.1 ms (benchmarks/bench_chat_ttft.py; half of this machine's
-speed had made it +3.1 ms, over the +3 ms target). httpx and httpcore stay as they are (the requests, pooling, h11, the errors); only
-the byte stream under them changes. It mirrors httpcore's own anyio backend: the same methods, extra
+speed had made it +3.1 ms, over the +3 ms target).
+
+httpx and httpcore stay as they are (the requests, pooling, h11, the errors); only the byte stream
+under them changes. It mirrors httpcore's own anyio backend: the same methods, extra
 info and exception mapping.
 
 Private parts of httpx and httpcore, all here: the backend interface (`httpcore._backends.base`),
