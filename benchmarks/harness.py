@@ -181,16 +181,18 @@ _GUARD_END = re.compile(rb"%(end|error) \d+ \d+ \d+$")
 
 class ControlClient:
     """One tmux control-mode client (`tmux -C attach`) that runs commands and returns their output, without a
-    process per command. It does not size the window (`ignore-size`) nor receive the pane's output."""
+    process per command. It does not size the window (`ignore-size`). With `output`, tmux also tells it each time
+    the pane prints (`%output`), which `wait_output` sleeps on; without, it does not receive the pane's output."""
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
         self._buf = b""
 
     @classmethod
-    def open(cls, sock: str, session: str) -> ControlClient | None:
+    def open(cls, sock: str, session: str, output: bool = False) -> ControlClient | None:
+        flags = "ignore-size" if output else "ignore-size,no-output"
         try:
-            proc = subprocess.Popen(["tmux", "-L", sock, "-C", "attach", "-t", session, "-f", "ignore-size,no-output"],
+            proc = subprocess.Popen(["tmux", "-L", sock, "-C", "attach", "-t", session, "-f", flags],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except OSError:
             return None
@@ -227,6 +229,28 @@ class ControlClient:
             self._buf += data
         line, self._buf = self._buf.split(b"\n", 1)
         return line
+
+    def wait_output(self, timeout: float) -> bool:
+        """Sleep until the pane prints (a `%output` notification read after the last command's reply: what it
+        printed before that reply, the reply's capture already showed) or `timeout` seconds pass; True if it
+        printed. Sleeping here instead of capturing in a loop leaves the CPU to the console being timed."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        end = time.monotonic() + timeout
+        printed = False
+        while True:
+            while b"\n" in self._buf:
+                line, self._buf = self._buf.split(b"\n", 1)
+                printed = printed or line.startswith((b"%output ", b"%extended-output "))
+            if printed:
+                return True
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return False
+            data = os.read(fd, 1 << 16)
+            if not data:
+                raise EOFError("tmux control client closed")
+            self._buf += data
 
     def _block(self) -> str:
         """The next reply: the lines between `%begin` and `%end` (notifications outside them are skipped)."""
@@ -273,6 +297,10 @@ class TmuxConsole:
         self.pid = 0
         self._control: ControlClient | None = None
         self._no_control = False
+        self.sleep_between_looks = not os.environ.get("DFC_BENCH_SPIN_WAIT")
+        """Latency waits sleep until the console prints between looks (`wait_output`), not look in a loop."""
+        self.woken = self.timed_out = 0
+        """`wait_output` calls that ended because the console printed / because their time ran out."""
 
     def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["tmux", "-L", self.sock, *args], capture_output=True, text=True)
@@ -301,7 +329,7 @@ class TmuxConsole:
                 # not one line a row: either the client reads a reply behind (start over with a new one), or the
                 # pane is not sized yet (a session just made): then the new client's capture says the same
                 self._control.close()
-                self._control = ControlClient.open(self.sock, "c")
+                self._control = ControlClient.open(self.sock, "c", output=self.sleep_between_looks)
                 if self._control is not None:
                     return self._control.command("capture-pane -p -t c")
                 self._no_control = True
@@ -312,9 +340,26 @@ class TmuxConsole:
     def _client(self) -> ControlClient | None:
         """The control client, opened on first use (None where it cannot be: then a process per command)."""
         if self._control is None and not self._no_control:
-            self._control = ControlClient.open(self.sock, "c")
+            self._control = ControlClient.open(self.sock, "c", output=self.sleep_between_looks)
             self._no_control = self._control is None
         return self._control
+
+    def wait_output(self, timeout: float) -> bool:
+        """Sleep until the console prints or `timeout` seconds pass (True if it printed). The latency waits look
+        at the screen, then sleep here: looking in a loop kept the measurer (this process and the tmux server
+        answering it) busy for most of a core the whole time a key was timed, which on two cores with other
+        work running took CPU from the console being timed. `DFC_BENCH_SPIN_WAIT=1` looks in a loop (to
+        compare); so does a run with no control client."""
+        if self.sleep_between_looks and (client := self._client()) is not None:
+            try:
+                if client.wait_output(timeout):
+                    self.woken += 1
+                    return True
+                self.timed_out += 1
+                return False
+            except (OSError, EOFError, TimeoutError):
+                self._drop_client()
+        return False
 
     def _drop_client(self) -> None:
         if self._control is not None:

@@ -23,8 +23,10 @@ ESCDELAY_MS = 10
 Textual's default is 100 ms, which made every Escape (close a dialog, leave a screen) a tenth of a
 second slow (benchmarks/bench_keypress.py). The console runs in a local terminal (it is the SSH
 client), where a key's escape sequence arrives in one read; 10 ms is the `escape-time` tmux's own
-FAQ suggests. Set ESCDELAY yourself (e.g. `ESCDELAY=100`) when the terminal itself is remote over a
-slow link, where an arrow key's bytes could be split.
+FAQ suggests. A read that ends in a lone ESC with nothing behind it does not wait at all (it is the
+Escape key: `textual_private.ESCAPE_AT_ONCE`). Set ESCDELAY yourself (e.g. `ESCDELAY=100`) when the
+terminal itself is remote over a slow link, where an arrow key's bytes could be split: then every lone
+ESC waits that long.
 """
 
 FRAME_RATE = 240
@@ -41,10 +43,20 @@ EXIT_GRACE_S = 5.0
 """After SIGTERM the console gets this long to restore the terminal and exit before it is ended hard."""
 
 
+def terminal_defaults() -> None:
+    """ESCDELAY and TEXTUAL_FPS where the user set neither (both are read once, when Textual is first imported).
+    A user's own ESCDELAY also makes every lone ESC wait it out: the terminal's sequences may come split."""
+    escdelay_set = "ESCDELAY" in os.environ
+    os.environ.setdefault("ESCDELAY", str(ESCDELAY_MS))
+    os.environ.setdefault("TEXTUAL_FPS", str(FRAME_RATE))
+    from console.ui import textual_private
+
+    textual_private.ESCAPE_AT_ONCE = not escdelay_set
+
+
 def run_tui(args: argparse.Namespace) -> int:
     """Imports Textual only here, so the script subcommands start without it."""
-    os.environ.setdefault("ESCDELAY", str(ESCDELAY_MS))  # both read once, when Textual is first imported
-    os.environ.setdefault("TEXTUAL_FPS", str(FRAME_RATE))
+    terminal_defaults()
     if getattr(args, "demo", False):
         return run_demo(args)
     return run_app(args)

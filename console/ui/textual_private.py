@@ -12,7 +12,8 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
    `textual._loop.loop_last` and `textual._time.get_time`: Textual's input loop polls stdin every 100 ms
    and only then notices that a lone ESC was the Escape key, so every Escape took 100-130 ms whatever
    ESCDELAY said (benchmarks/bench_keypress.py). PromptEscapeDriver is the same loop, except that `select`
-   wakes when the parser's ESC wait ends. If Textual's internals move, `driver_class()` keeps Textual's.
+   wakes when the parser's ESC wait ends, and a read ending in a lone ESC with nothing behind it ends that
+   wait at once (`ESCAPE_AT_ONCE`). If Textual's internals move, `driver_class()` keeps Textual's.
 4. `FooterKey._disabled`: what a click on a footer key does (bell or the key). ConsoleFooter flips a key's
    enabled state in place instead of letting Textual's Footer remount every key on each focus move
    (console/ui/widgets/footer.py); the `-disabled` class, public, is what the key looks like.
@@ -93,6 +94,19 @@ def exiting_on_error(app: App[Any]) -> bool:
 
 
 # -- 3. the input loop -----------------------------------------------------------------------------------
+ESCAPE_AT_ONCE = True
+"""A read that ends in a lone ESC with no byte behind it is the Escape key now, not after ESCDELAY (as crossterm
+decides it). A local terminal writes a key's escape sequence in one write, so its bytes come in one read; the
+wait only delayed every Escape by ESCDELAY (10 ms, and a busy machine's wake-up after it). `run_tui` turns this
+off when the user set ESCDELAY: that is the setting for a terminal whose sequences may come split."""
+
+
+def release_lone_escape(parser: Any) -> None:
+    """End the parser's wait on a lone ESC now: its next `tick()` gives the Escape key (3a: `_timeout_time`)."""
+    if getattr(parser, "_timeout_time", None) is not None:
+        parser._timeout_time = _time.get_time()
+
+
 def next_wait(timeout_at: float | None, now: float, poll_s: float = POLL_S) -> float:
     """Seconds `select` may sleep: the idle poll, or less when the parser's ESC wait ends sooner."""
     if timeout_at is None:
@@ -131,6 +145,8 @@ if LinuxDriver is not None:
                             break
                         for event in feed(data):
                             self.process_message(event)
+                        if ESCAPE_AT_ONCE and data[-1] == "\x1b" and not selector.select(0):
+                            release_lone_escape(parser)
                 for event in tick():
                     self.process_message(event)
 

@@ -77,6 +77,101 @@ def test_xterm_parser_holds_a_lone_escape_until_its_timeout() -> None:
     assert [k.key for k in keys] == ["escape"]
 
 
+class _InputLoop:
+    """PromptEscapeDriver's real input loop in a thread, reading a pipe instead of the terminal; the keys it
+    would post to the app are collected instead."""
+
+    def __init__(self) -> None:
+        import asyncio
+        import os
+        import threading
+
+        from textual.events import Key
+
+        self.keys: list[str] = []
+        self._r, self._w = os.pipe()
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)  # Driver.__init__ notes the running loop; nothing is posted to it here
+        try:
+            driver = loop.run_until_complete(self._make())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+        driver.fileno = self._r
+        driver.process_message = lambda m: self.keys.append(m.key) if isinstance(m, Key) else None  # type: ignore[method-assign]
+        self.driver = driver
+        self.thread = threading.Thread(target=driver.run_input_thread, daemon=True)
+        self.thread.start()
+
+    async def _make(self) -> tp.PromptEscapeDriver:
+        return tp.PromptEscapeDriver(App())
+
+    def write(self, data: bytes) -> None:
+        import os
+
+        os.write(self._w, data)
+
+    def wait_keys(self, n: int, timeout: float = 10.0) -> list[str]:
+        end = time.monotonic() + timeout
+        while len(self.keys) < n and time.monotonic() < end:
+            time.sleep(0.01)
+        return list(self.keys)
+
+    def close(self) -> None:
+        import os
+
+        self.driver.exit_event.set()
+        self.thread.join(5)
+        os.close(self._w)
+        os.close(self._r)
+
+
+def test_a_read_ending_in_a_lone_escape_is_the_escape_key_at_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """3d. With the ESC wait an hour long, a lone ESC still arrives as Escape (only the at-once path can deliver it
+    within the test), while an arrow key's sequence written whole stays the arrow, and a user-set ESCDELAY
+    (`ESCAPE_AT_ONCE` off) keeps the lone ESC waiting for the rest of a sequence."""
+    from textual import constants
+
+    monkeypatch.setattr(constants, "ESCAPE_DELAY", 3600.0)  # the parser reads it at each ESC
+    loop = _InputLoop()
+    try:
+        loop.write(b"\x1b[A")
+        assert loop.wait_keys(1) == ["up"]
+        loop.write(b"\x1b")
+        assert loop.wait_keys(2) == ["up", "escape"]
+        loop.write(b"x\x1b\x1b")  # two Escapes in one read: the first is told by the second, the last at once
+        assert loop.wait_keys(5) == ["up", "escape", "x", "escape", "escape"]
+    finally:
+        loop.close()
+
+    monkeypatch.setattr(tp, "ESCAPE_AT_ONCE", False)
+    loop = _InputLoop()
+    try:
+        loop.write(b"\x1b")
+        time.sleep(0.3)
+        assert loop.keys == []  # still waiting: the rest of a split sequence may come
+        loop.write(b"[B")
+        assert loop.wait_keys(1) == ["down"]
+    finally:
+        loop.close()
+
+
+def test_a_user_set_escdelay_makes_every_lone_escape_wait(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from console.commands.tui import terminal_defaults
+
+    monkeypatch.setattr(tp, "ESCAPE_AT_ONCE", True)
+    monkeypatch.setenv("ESCDELAY", "100")
+    monkeypatch.setenv("TEXTUAL_FPS", "60")
+    terminal_defaults()
+    assert tp.ESCAPE_AT_ONCE is False
+    monkeypatch.delenv("ESCDELAY")
+    terminal_defaults()
+    assert tp.ESCAPE_AT_ONCE is True
+    import os
+
+    assert os.environ["ESCDELAY"] == "10" and os.environ["TEXTUAL_FPS"] == "60"
+
+
 def test_loop_last_marks_only_the_last_item() -> None:
     """3b. `textual._loop.loop_last`, used by the input loop to decode the last read as final."""
     from textual._loop import loop_last
