@@ -38,6 +38,32 @@ def test_keys_typed_through_the_control_client_arrive_as_typed(tmp_path) -> None
         con.tmux("kill-server")
 
 
+def test_a_wait_between_looks_sleeps_until_the_terminal_prints(tmp_path) -> None:
+    """`wait_output` ends when the program in the pane prints (a key echoed back here) and not before: with
+    nothing printed it runs out its time and says so; the screen it then captures shows what was printed."""
+    con = TmuxConsole(tmp_path / "unused.toml", size=(80, 24))
+    r = con.tmux("new-session", "-d", "-s", "c", "-x", "80", "-y", "24", "stty -echo; echo ready; cat -v")
+    assert r.returncode == 0, r.stderr
+    try:
+        deadline = time.monotonic() + 10
+        while "ready" not in con.screen() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert con.sleep_between_looks and con._control is not None
+        t0 = time.monotonic()
+        assert con.wait_output(0.3) is False  # nothing printed: the whole 0.3 s, then False
+        assert time.monotonic() - t0 >= 0.29 and con.timed_out == 1
+        con.keys("x", "Enter")  # cat prints x back
+        assert con.wait_output(10.0) is True and con.woken == 1
+        deadline = time.monotonic() + 10
+        while "x" not in con.screen().splitlines()[1] and time.monotonic() < deadline:
+            con.wait_output(0.05)
+        assert con.screen().splitlines()[1] == "x"
+    finally:
+        if con._control is not None:
+            con._control.close()
+        con.tmux("kill-server")
+
+
 def test_settle_waits_while_the_cpu_still_falls() -> None:
     from benchmarks.harness import settled
 
