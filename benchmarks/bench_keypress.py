@@ -9,8 +9,10 @@ still under the flood, the first server's log view is opened (enter) and the key
 the moment the view first appears, while the open's own work still runs, is reported on its own; the
 timed log-view presses start after the 0.15 s pause that follows every timed press's frame. The
 latency is send-keys → the first `capture-pane` showing the change, i.e. to a frame tmux has
-rendered (its own capture cost, ~2-5 ms, is included). The same fleet presses with no flood give
-the floor. RSS is the console's VmRSS/VmHWM at the end.
+rendered. Between looks the wait sleeps until tmux says the console printed (control mode's
+`%output`), 2 ms at most, instead of looking in a loop: the measurer then takes no CPU from the
+console it times (`DFC_BENCH_SPIN_WAIT=1` looks in a loop, to compare). The same fleet presses
+with no flood give the floor. RSS is the console's VmRSS/VmHWM at the end.
 Targets: p95 <= 50 ms on both screens, RSS <= 300 MB.
 """
 

@@ -46,12 +46,18 @@ EXIT_GRACE_S = 5.0
 def terminal_defaults() -> None:
     """ESCDELAY and TEXTUAL_FPS where the user set neither (both are read once, when Textual is first imported).
     A user's own ESCDELAY also makes every lone ESC wait it out: the terminal's sequences may come split."""
-    escdelay_set = "ESCDELAY" in os.environ
+    global _USER_ESCDELAY
+    if _USER_ESCDELAY is None:  # the first call sees the user's environment; a later one would see ours
+        _USER_ESCDELAY = "ESCDELAY" in os.environ
     os.environ.setdefault("ESCDELAY", str(ESCDELAY_MS))
     os.environ.setdefault("TEXTUAL_FPS", str(FRAME_RATE))
     from console.ui import textual_private
 
-    textual_private.ESCAPE_AT_ONCE = not escdelay_set
+    textual_private.ESCAPE_AT_ONCE = not _USER_ESCDELAY
+
+
+_USER_ESCDELAY: bool | None = None
+"""Whether the user's environment set ESCDELAY (noted by the first `terminal_defaults`)."""
 
 
 def run_tui(args: argparse.Namespace) -> int:

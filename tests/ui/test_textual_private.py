@@ -157,19 +157,23 @@ def test_a_read_ending_in_a_lone_escape_is_the_escape_key_at_once(monkeypatch) -
 
 
 def test_a_user_set_escdelay_makes_every_lone_escape_wait(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from console.commands.tui import terminal_defaults
-
-    monkeypatch.setattr(tp, "ESCAPE_AT_ONCE", True)
-    monkeypatch.setenv("ESCDELAY", "100")
-    monkeypatch.setenv("TEXTUAL_FPS", "60")
-    terminal_defaults()
-    assert tp.ESCAPE_AT_ONCE is False
-    monkeypatch.delenv("ESCDELAY")
-    terminal_defaults()
-    assert tp.ESCAPE_AT_ONCE is True
     import os
 
+    from console.commands import tui
+
+    monkeypatch.setattr(tp, "ESCAPE_AT_ONCE", True)
+    monkeypatch.setattr(tui, "_USER_ESCDELAY", None)
+    monkeypatch.setenv("ESCDELAY", "100")
+    monkeypatch.setenv("TEXTUAL_FPS", "60")
+    tui.terminal_defaults()
+    assert tp.ESCAPE_AT_ONCE is False
+    monkeypatch.setattr(tui, "_USER_ESCDELAY", None)
+    monkeypatch.delenv("ESCDELAY")
+    tui.terminal_defaults()
+    assert tp.ESCAPE_AT_ONCE is True
     assert os.environ["ESCDELAY"] == "10" and os.environ["TEXTUAL_FPS"] == "60"
+    tui.terminal_defaults()  # again (an entry script that set things up first): the user's choice still holds
+    assert tp.ESCAPE_AT_ONCE is True
 
 
 def test_loop_last_marks_only_the_last_item() -> None:
