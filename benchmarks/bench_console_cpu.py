@@ -101,6 +101,8 @@ def run(args: argparse.Namespace) -> Result:
               "console CPU after the logging stopped (% of a core)": round(idle, 1),
               "console CPU with logging (% of a core)": round(busy, 1), "lines written": written,
               "console RSS / peak (MiB)": (round(rss), round(hwm)), "machine during logging": box}
+    if shown < gpus:  # what the terminal showed instead, to tell a layout fault from a dialog or a dead console
+        detail["screen with panes missing (first rows)"] = [ln.rstrip()[:160] for ln in screen.splitlines()[:12]]
     return Result("2 console CPU, 8x8 GPUs, 16 servers x 50 lines/s", f"{busy:.1f}% of one core, {shown}/{gpus} "
                   "panes on screen", "<= 10% of one core, every pane on screen", busy <= TARGET_PCT and shown >= gpus,
                   detail)

@@ -16,6 +16,7 @@ import select
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -181,18 +182,17 @@ _GUARD_END = re.compile(rb"%(end|error) \d+ \d+ \d+$")
 
 class ControlClient:
     """One tmux control-mode client (`tmux -C attach`) that runs commands and returns their output, without a
-    process per command. It does not size the window (`ignore-size`). With `output`, tmux also tells it each time
-    the pane prints (`%output`), which `wait_output` sleeps on; without, it does not receive the pane's output."""
+    process per command. It does not size the window (`ignore-size`) nor receive the pane's output (`no-output`;
+    `OutputWatch` does, on a thread of its own)."""
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
         self._buf = b""
 
     @classmethod
-    def open(cls, sock: str, session: str, output: bool = False) -> ControlClient | None:
-        flags = "ignore-size" if output else "ignore-size,no-output"
+    def open(cls, sock: str, session: str) -> ControlClient | None:
         try:
-            proc = subprocess.Popen(["tmux", "-L", sock, "-C", "attach", "-t", session, "-f", flags],
+            proc = subprocess.Popen(["tmux", "-L", sock, "-C", "attach", "-t", session, "-f", "ignore-size,no-output"],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except OSError:
             return None
@@ -230,28 +230,6 @@ class ControlClient:
         line, self._buf = self._buf.split(b"\n", 1)
         return line
 
-    def wait_output(self, timeout: float) -> bool:
-        """Sleep until the pane prints (a `%output` notification read after the last command's reply: what it
-        printed before that reply, the reply's capture already showed) or `timeout` seconds pass; True if it
-        printed. Sleeping here instead of capturing in a loop leaves the CPU to the console being timed."""
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        end = time.monotonic() + timeout
-        printed = False
-        while True:
-            while b"\n" in self._buf:
-                line, self._buf = self._buf.split(b"\n", 1)
-                printed = printed or line.startswith((b"%output ", b"%extended-output "))
-            if printed:
-                return True
-            left = end - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                return False
-            data = os.read(fd, 1 << 16)
-            if not data:
-                raise EOFError("tmux control client closed")
-            self._buf += data
-
     def _block(self) -> str:
         """The next reply: the lines between `%begin` and `%end` (notifications outside them are skipped)."""
         while not _GUARD.match(self._line()):
@@ -270,6 +248,62 @@ class ControlClient:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+class OutputWatch:
+    """A read-only tmux control client that receives the pane's output notices (`%output`), drained by a thread
+    of its own, so that a latency wait can sleep until the console prints instead of looking in a loop.
+
+    Drained all the time, so what tmux sends it never piles up, whoever looks or not. A first version read the
+    notices on the command client, only between looks; in the one run where bench 2 then looked at nothing for
+    a minute the console was found not drawing (0 of 64 panes, 1.7 % CPU). That was not reproduced in three
+    runs after, so it is not proven to be the cause, but a client tmux must buffer for is not left lying."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.printed = 0
+        """`%output` notices read so far."""
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def open(cls, sock: str, session: str) -> OutputWatch | None:
+        try:
+            proc = subprocess.Popen(["tmux", "-L", sock, "-C", "attach", "-t", session, "-f", "ignore-size,read-only"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError:
+            return None
+        return cls(proc)
+
+    def _drain(self) -> None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        tail = b""
+        while data := os.read(fd, 1 << 16):
+            lines = (tail + data).split(b"\n")
+            tail = lines.pop()[:16]  # a line's start is all that is looked at
+            n = sum(1 for ln in lines if ln.startswith((b"%output ", b"%extended-output ")))
+            if n:
+                with self._cond:
+                    self.printed += n
+                    self._cond.notify_all()
+
+    def wait(self, seen: int, timeout: float) -> bool:
+        """Sleep until more than `seen` notices have come, or `timeout` seconds pass; True if they came."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.printed > seen, timeout)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._thread.join(2)
 
 
 def _tmux_word(word: str) -> str:
@@ -299,6 +333,9 @@ class TmuxConsole:
         self._no_control = False
         self.sleep_between_looks = not os.environ.get("DFC_BENCH_SPIN_WAIT")
         """Latency waits sleep until the console prints between looks (`wait_output`), not look in a loop."""
+        self._watch: OutputWatch | None = None
+        self._seen = 0
+        """OutputWatch's count at the last look at the screen: a wait is for a notice after it."""
         self.woken = self.timed_out = 0
         """`wait_output` calls that ended because the console printed / because their time ran out."""
 
@@ -319,8 +356,10 @@ class TmuxConsole:
 
     def screen(self) -> str:
         """The terminal as tmux has rendered it, asked through one control-mode client: a `tmux capture-pane`
-        process per look cost 1.7 ms of CPU, and the latency benchmarks look in a loop, so the measurer itself
-        took most of a core of this 2-core machine away from the console it timed (0.07 ms a look this way)."""
+        process per look cost 1.7 ms of CPU, and the latency benchmarks look often, so the measurer itself took
+        most of a core of this 2-core machine away from the console it timed (0.07 ms a look this way)."""
+        if self._watch is not None:
+            self._seen = self._watch.printed
         if self._client() is not None:
             try:
                 text = self._control.command("capture-pane -p -t c")
@@ -329,7 +368,7 @@ class TmuxConsole:
                 # not one line a row: either the client reads a reply behind (start over with a new one), or the
                 # pane is not sized yet (a session just made): then the new client's capture says the same
                 self._control.close()
-                self._control = ControlClient.open(self.sock, "c", output=self.sleep_between_looks)
+                self._control = ControlClient.open(self.sock, "c")
                 if self._control is not None:
                     return self._control.command("capture-pane -p -t c")
                 self._no_control = True
@@ -340,25 +379,27 @@ class TmuxConsole:
     def _client(self) -> ControlClient | None:
         """The control client, opened on first use (None where it cannot be: then a process per command)."""
         if self._control is None and not self._no_control:
-            self._control = ControlClient.open(self.sock, "c", output=self.sleep_between_looks)
+            self._control = ControlClient.open(self.sock, "c")
             self._no_control = self._control is None
         return self._control
 
     def wait_output(self, timeout: float) -> bool:
-        """Sleep until the console prints or `timeout` seconds pass (True if it printed). The latency waits look
-        at the screen, then sleep here: looking in a loop kept the measurer (this process and the tmux server
-        answering it) busy for most of a core the whole time a key was timed, which on two cores with other
-        work running took CPU from the console being timed. `DFC_BENCH_SPIN_WAIT=1` looks in a loop (to
-        compare); so does a run with no control client."""
-        if self.sleep_between_looks and (client := self._client()) is not None:
-            try:
-                if client.wait_output(timeout):
-                    self.woken += 1
-                    return True
-                self.timed_out += 1
+        """Sleep until the console prints after the last look at the screen, or `timeout` seconds pass (True if it
+        printed). The latency waits look, then sleep here: looking in a loop kept the measurer (this process and
+        the tmux server answering it) busy the whole time a key was timed, which on two cores with other work
+        running took CPU from the console being timed. `DFC_BENCH_SPIN_WAIT=1` looks in a loop (to compare); so
+        does a run where the watch cannot be opened."""
+        if not self.sleep_between_looks:
+            return False
+        if self._watch is None:
+            self._watch = OutputWatch.open(self.sock, "c")
+            if self._watch is None:
+                self.sleep_between_looks = False
                 return False
-            except (OSError, EOFError, TimeoutError):
-                self._drop_client()
+        if self._watch.wait(self._seen, timeout):
+            self.woken += 1
+            return True
+        self.timed_out += 1
         return False
 
     def _drop_client(self) -> None:
@@ -411,6 +452,9 @@ class TmuxConsole:
         return [round(x, 1) for x in seen]
 
     def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         if self._control is not None:
             self._control.close()
             self._control = None
