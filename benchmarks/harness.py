@@ -180,6 +180,18 @@ _GUARD_END = re.compile(rb"%(end|error) \d+ \d+ \d+$")
 """The lines around a control-mode reply (a pane line that merely starts with `%end` is not one)."""
 
 
+def _end_client(proc: subprocess.Popen[bytes]) -> None:
+    """A tmux control client ends when its stdin closes (killed if it does not within 2 s)."""
+    with contextlib.suppress(OSError):
+        if proc.stdin is not None:
+            proc.stdin.close()
+    try:
+        proc.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class ControlClient:
     """One tmux control-mode client (`tmux -C attach`) that runs commands and returns their output, without a
     process per command. It does not size the window (`ignore-size`) nor receive the pane's output (`no-output`;
@@ -240,14 +252,7 @@ class ControlClient:
         return "\n".join(x.decode("utf-8", "replace") for x in out) + "\n"
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        _end_client(self.proc)
 
 
 class OutputWatch:
@@ -295,14 +300,7 @@ class OutputWatch:
             return self._cond.wait_for(lambda: self.printed > seen, timeout)
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        _end_client(self.proc)
         self._thread.join(2)
 
 
