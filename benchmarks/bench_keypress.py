@@ -58,7 +58,8 @@ LOOK_S = 0.002
 notice came before the look that missed it is still seen within this)."""
 
 
-SEEN = {"on the first look": 0, "after the console printed": 0, f"after {LOOK_S * 1000:.0f} ms with no print": 0}
+_NO_PRINT = f"after {LOOK_S * 1000:.0f} ms with no print"
+SEEN = {"on the first look": 0, "after the console printed": 0, _NO_PRINT: 0}
 """How each awaited change was seen (reported: a change seen mostly on timed-out looks would mean the wait
 misses the console's prints)."""
 
@@ -70,7 +71,7 @@ def _wait(con: TmuxConsole, pred: Callable[[str], bool], timeout: float) -> floa
         if pred(con.screen()):
             SEEN[how] += 1
             return time.monotonic() - t0
-        how = "after the console printed" if con.wait_output(LOOK_S) else f"after {LOOK_S * 1000:.0f} ms with no print"
+        how = "after the console printed" if con.wait_output(LOOK_S) else _NO_PRINT
     return None
 
 

@@ -334,8 +334,6 @@ class TmuxConsole:
         self._watch: OutputWatch | None = None
         self._seen = 0
         """OutputWatch's count at the last look at the screen: a wait is for a notice after it."""
-        self.woken = self.timed_out = 0
-        """`wait_output` calls that ended because the console printed / because their time ran out."""
 
     def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["tmux", "-L", self.sock, *args], capture_output=True, text=True)
@@ -394,11 +392,7 @@ class TmuxConsole:
             if self._watch is None:
                 self.sleep_between_looks = False
                 return False
-        if self._watch.wait(self._seen, timeout):
-            self.woken += 1
-            return True
-        self.timed_out += 1
-        return False
+        return self._watch.wait(self._seen, timeout)
 
     def _drop_client(self) -> None:
         if self._control is not None:
@@ -449,7 +443,8 @@ class TmuxConsole:
                 break
         return [round(x, 1) for x in seen]
 
-    def stop(self) -> None:
+    def close_clients(self) -> None:
+        """End the output watch and the command client; later commands and keys go through a process each."""
         if self._watch is not None:
             self._watch.close()
             self._watch = None
@@ -457,6 +452,9 @@ class TmuxConsole:
             self._control.close()
             self._control = None
         self._no_control = True
+
+    def stop(self) -> None:
+        self.close_clients()
         self.keys("q")
         end = time.monotonic() + (60 if self.profile else 10)  # a profile is written on exit
         while time.monotonic() < end and self.tmux("has-session", "-t", "c").returncode == 0:

@@ -97,8 +97,9 @@ def exiting_on_error(app: App[Any]) -> bool:
 ESCAPE_AT_ONCE = True
 """A read that ends in a lone ESC with no byte behind it is the Escape key now, not after ESCDELAY (as crossterm
 decides it). A local terminal writes a key's escape sequence in one write, so its bytes come in one read; the
-wait only delayed every Escape by ESCDELAY (10 ms, and a busy machine's wake-up after it). `run_tui` turns this
-off when the user set ESCDELAY: that is the setting for a terminal whose sequences may come split."""
+wait only delayed every Escape by ESCDELAY (10 ms, and a busy machine's wake-up after it).
+`commands.tui.terminal_defaults` turns this off when the user set ESCDELAY: that is the setting for a
+terminal whose sequences may come split."""
 
 
 def release_lone_escape(parser: Any) -> None:

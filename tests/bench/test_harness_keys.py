@@ -33,16 +33,11 @@ def test_keys_typed_through_the_control_client_arrive_as_typed(tmp_path) -> None
             time.sleep(0.05)
         assert con.screen().splitlines()[1] == 'i?\'a"b$c\\da\'b"c$\\^['
     finally:
-        if con._control is not None:
-            con._control.close()
-        con.tmux("kill-server")
+        _close(con)
 
 
 def _close(con: TmuxConsole) -> None:
-    if con._watch is not None:
-        con._watch.close()
-    if con._control is not None:
-        con._control.close()
+    con.close_clients()
     con.tmux("kill-server")
 
 
