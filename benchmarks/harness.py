@@ -175,9 +175,11 @@ async def wait_until(pred: object, timeout: float, what: str) -> None:
         await asyncio.sleep(0.05)
 
 
-_GUARD = re.compile(rb"%begin \d+ \d+ \d+$")
-_GUARD_END = re.compile(rb"%(end|error) \d+ \d+ \d+$")
-"""The lines around a control-mode reply (a pane line that merely starts with `%end` is not one)."""
+_GUARD = re.compile(rb"%begin \d+ \d+ 1$")
+_GUARD_END = re.compile(rb"%(end|error) \d+ \d+ 1$")
+"""The lines around a control-mode reply to a command this client sent (flags 1; a pane line that merely starts
+with `%end` is not one). The attach's own reply has flags 0 and can come after the first commands' replies on a
+busy machine: taken for one, it shifted every later reply by one (a capture read as an empty screen)."""
 
 
 def _end_client(proc: subprocess.Popen[bytes]) -> None:
@@ -212,7 +214,7 @@ class ControlClient:
         try:
             mark = f"dfc-sync-{os.getpid()}"
             client._send(f"display -p {mark}")
-            while mark not in client._block():  # the attach's own reply first
+            while mark not in client._block():  # sure the client is attached and in step
                 pass
         except (OSError, EOFError, TimeoutError):
             client.close()
