@@ -18,7 +18,12 @@ from console.gpu.readings import ComputeApp
 
 SGLANG_RE = r"sglang[.]launch_server|sglang:[:]|sglang[ ]serve"
 """Matches SGLang's processes but not this text itself (as written in the loop's own argv)."""
-_MAIN_RE = re.compile(r"(?:^|\s)(?:-m\s+sglang\.launch_server|\S*sglang\s+serve)(?:\s|$)")
+_SHELL_C = r"(?:\S*(?:setsid|nohup)\s+)*(?:\S*/)?(?:ba|da|z|k|a)?sh\s+(?:-\w+\s+)*?-\w*c\w*\s"
+_MAIN_RE = re.compile(rf"^(?!{_SHELL_C}).*?(?:^|\s)(?:-m\s+sglang\.launch_server|\S*sglang\s+serve)(?:\s|$)")
+"""A server's main process: the interpreter running SGLang, not a shell whose `-c` script names it. Such a shell runs
+nothing of SGLang: the console's launch script and its gate waiting for meta.json (a launch that fails at meta.json
+was shown as an external server until the next sample), or `ssh host 'nohup python -m sglang.launch_server &'`.
+A shell that stays as a wrapper leaves its child, the interpreter, as the main process."""
 
 
 def proc_loop_command(interval_s: float = 1.0, apps_every: int = 3) -> str:

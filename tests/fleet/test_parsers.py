@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import sys
+import time
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,6 +15,7 @@ from console.fleet.events import ProcInfo, ServerMeta
 from console.fleet.logtail import Chunk, FrameReader, Truncated, tail_command
 from console.fleet.monitor import ProcFrameParser, external_meta, parse_ps, sglang_mains
 from console.fleet.prechecks import parse_facts
+from console.sglang.launchscript import GATE, GATE_NAME
 
 
 @given(st.lists(st.binary(max_size=40), max_size=6), st.integers(1, 7))
@@ -61,6 +64,50 @@ def test_external_servers_from_ps():
     m = external_meta("h", main, (2,))
     assert (m.name, m.port, m.managed, m.gpus, m.sid) == ("external@h:31000", 31000, False, (2,), 50)
     assert "sk-1234" not in " ".join(m.argv)
+
+
+def test_a_shell_naming_sglang_in_its_script_is_not_the_server():
+    """Shells whose `-c` script names SGLang run none of it: the console's launch script (alive while it writes
+    meta.json), the user's `ssh host 'nohup python -m sglang.launch_server &'`. A wrapper shell that stays leaves
+    its child, the interpreter, as the main process."""
+    procs = parse_ps(
+        "  10 9 10 bash -c # dflash-console: launch r@h:gpu0?d=/x; setsid nohup sh -c 'd=$1' dflash-launch \"$d\" "
+        "L 100 /v/bin/python -m sglang.launch_server --port 30840 > /l 2>&1 &\n"
+        "  20 19 20 /bin/bash -lc nohup /v/bin/python -m sglang.launch_server --port 30001 &\n"
+        "  30 1 30 /usr/bin/nohup bash -c /v/bin/python3 -m sglang.launch_server --port 30002 | tee /l\n"
+        "  31 30 30 /v/bin/python3 -m sglang.launch_server --port 30002\n"
+        "  32 31 30 sglang::scheduler_TP0\n"
+        "  40 1 40 /v/bin/sglang serve --model-path /m --port 30003\n"
+        "  50 1 50 /v/bin/python3 -u -m sglang.launch_server --port 30004\n")
+    assert [(p.pid, external_meta("h", p, ()).port) for p in sglang_mains(procs)] == [(31, 30002), (40, 30003),
+                                                                                      (50, 30004)]
+
+
+def test_a_launch_gate_is_not_a_server_until_it_opens(tmp_path):
+    """A gate waiting for meta.json carries the server's argv but runs nothing: sampled then, it is no server (it was
+    once taken for an external one, and a launch whose meta.json could not be written showed one). Once meta.json
+    names it, the same pid execs the command and is the server."""
+    stand_in = [sys.executable, "-c", "import time; time.sleep(30)", "-m", "sglang.launch_server", "--port", "30840"]
+    gate = shlex.join(["sh", "-c", GATE, GATE_NAME, str(tmp_path), "L1", "100", *stand_in])
+    pid = subprocess.run(["sh", "-c", f"setsid nohup {gate} >/dev/null 2>&1 </dev/null & echo $!"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+
+    def sample() -> list[ProcInfo]:
+        out = subprocess.run(["ps", "-ww", "-o", "pid=,ppid=,sid=,args=", "-p", pid], capture_output=True, text=True)
+        return parse_ps(out.stdout)
+
+    try:
+        (waiting,) = sample()
+        assert waiting.args.startswith("sh -c ") and "sglang.launch_server" in waiting.args
+        assert sglang_mains([waiting]) == []
+        (tmp_path / "meta.json").write_text(f'{{"pid": {pid}, "sid": {pid}, "launch_id": "L1"}}\n')
+        deadline = time.monotonic() + 30
+        while (procs := sample()) and procs[0].args.startswith("sh -c ") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (main,) = sglang_mains(procs)
+        assert main.pid == int(pid) and main.args.startswith(f"{sys.executable} -c import time")
+    finally:
+        subprocess.run(["kill", "-KILL", pid], capture_output=True)
 
 
 def test_discovery_roundtrip_and_liveness():
