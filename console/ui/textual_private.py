@@ -33,6 +33,8 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
 10. `textual._styles_cache.StylesCache` (`render`, `render_line`), `textual._border.get_box`,
    `textual._segment_tools.line_pad` and `Widget._styles_cache`: `BoxRowsCache` composes a GPU pane's content
    rows between its borders with the pieces made once per render.
+11. `Event._set_forwarded` (marks an event the app already dispatched, so the app does not take it for new
+   input): `KeysToScreen` hands a GPU pane's unhandled key to its screen in one hop.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from typing import Any
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.terminal_theme import TerminalTheme
-from textual import _time, messages
+from textual import _time, events, messages
 from textual._border import get_box
 from textual._segment_tools import line_pad
 from textual._styles_cache import StylesCache
@@ -396,3 +398,26 @@ class BoxRowsCache(StylesCache):
 def use_box_rows(widget: Widget) -> None:
     """Gives `widget` a BoxRowsCache (at construction, before its first render)."""
     widget._styles_cache = BoxRowsCache()
+
+
+# -- 11. a key straight to the screen --------------------------------------------------------------------
+class KeysToScreen:
+    """Mixed into the fleet screen's focus targets (GPU panes, router bands; before Widget): a key the widget
+    leaves unhandled goes to its screen in one hop, not up through every container between (pane grid, host
+    band, shelf, host list). Each hop is a message of its own and a turn of the event loop; under a log flood
+    every turn also runs a step of a stream reader (3-10 ms beside a busy process), and an arrow key waited for
+    four or five of them before its binding ran. The same as bubbling while no container between handles keys
+    itself (tests/ui/test_textual_private.py checks the fleet's); bindings are looked up along the focus chain
+    wherever the key is, so theirs still apply."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        widget: Widget = self  # type: ignore[assignment]
+        if await widget.handle_key(event):  # its own key_ methods: Textual's Widget._on_key, then bubbling
+            return
+        screen = widget.screen
+        if widget.parent is screen:
+            return
+        event.stop()
+        key = events.Key(event.key, event.character)
+        key._set_forwarded()  # dispatched by the app already: at the app it is a bubbled key (its bindings)
+        screen.post_message(key)

@@ -519,3 +519,63 @@ async def test_box_rows_are_what_textual_draws_cell_for_cell() -> None:
                         checked += 1
         assert {"-free", "-ready", "-starting", "-crashed", "-marked", "focus"} <= seen, seen
         assert checked >= 6 * len(panes)
+
+
+_KEY_HANDLERS = ("on_key", "_on_key", "handle_key")
+_TEXTUAL_KEY_BASE = {"Widget", "DOMNode", "MessagePump", "object"}
+
+
+async def test_a_panes_key_goes_to_its_screen_in_one_hop(make_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """KeysToScreen: an arrow on a GPU pane goes pane -> fleet screen -> app (three dispatches, not the seven of
+    bubbling through grid, band, shelf and host list) and still moves the selection; Escape still reaches the
+    screen's own handler (it clears the fleet filter); and no container between a pane and the screen handles
+    keys itself, so skipping them changes nothing."""
+    from textual import events
+    from textual.message_pump import MessagePump
+
+    from console.ui.screens.fleet import FleetScreen
+    from console.ui.widgets.gpu_pane import GpuPane
+    from tests.ui.waits import until
+
+    seen: list[str] = []
+    on_message = MessagePump._on_message
+
+    async def spy(self: MessagePump, message: object) -> None:
+        if isinstance(message, events.Key):
+            seen.append(type(self).__name__)
+        await on_message(self, message)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(MessagePump, "_on_message", spy)
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        fleet = app.screen
+        assert isinstance(fleet, FleetScreen)
+        await until(pilot, lambda: len(fleet._targets()) > 4, "panes")
+        first = fleet._targets()[0]
+        first.focus()
+        await pilot.pause()
+        seen.clear()
+        await pilot.press("right")
+        await pilot.pause()
+        assert isinstance(fleet.focused, GpuPane) and fleet.focused is not first
+        assert seen == ["GpuPane", "FleetScreen", "DflashApp"]
+
+        node = fleet.focused.parent
+        while node is not fleet and node is not None:
+            for cls in type(node).__mro__:
+                if cls.__name__ in _TEXTUAL_KEY_BASE:
+                    continue
+                own = [n for n in vars(cls) if n in _KEY_HANDLERS or n.startswith(("key_", "_key_"))]
+                assert own == [], f"{cls.__name__} between a pane and its screen handles keys: {own}"
+            node = node.parent
+
+        fleet.filter_text = fleet.focused.host
+        fleet.sync()
+        await pilot.pause()
+        fleet._targets()[0].focus()
+        await pilot.pause()
+        assert isinstance(fleet.focused, GpuPane) and fleet.filter_text
+        seen.clear()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert fleet.filter_text == "" and seen[:2] == ["GpuPane", "FleetScreen"]

@@ -20,7 +20,7 @@ from textual.widget import Widget
 
 from console.ui import format as fmt
 from console.ui.console_app import console_app
-from console.ui.textual_private import StillStrips, use_box_rows
+from console.ui.textual_private import KeysToScreen, StillStrips, use_box_rows
 from console.ui.themes import SEMANTIC_DEFAULTS
 from console.ui.views import PaneView, Series, Span, pane_view
 from console.ui.visibility import CatchUpWhenShown, content_width, visible_widgets
@@ -181,7 +181,7 @@ def graphs(series: list[Series], w: int, height: int, c: dict[str, str]) -> list
     return out
 
 
-class GpuPane(CatchUpWhenShown, StillStrips, Widget, can_focus=True):
+class GpuPane(KeysToScreen, CatchUpWhenShown, StillStrips, Widget, can_focus=True):
     """One GPU: VRAM and util bars, temperature/power, its server, history graphs and log tail."""
 
     DEFAULT_CSS = """

@@ -21,6 +21,7 @@ from console.router.manager import ROUTER_PREFIX, RouterManager
 from console.router.state import RouterView
 from console.ui import format as fmt
 from console.ui.console_app import console_app
+from console.ui.textual_private import KeysToScreen
 from console.ui.visibility import update_row
 from console.ui.widgets.gpu_pane import colours
 
@@ -88,7 +89,7 @@ def band_parts(v: RouterView, workers: list[tuple[str, str | None, bool, str, fl
     return head, body
 
 
-class RouterBand(Static, can_focus=True):
+class RouterBand(KeysToScreen, Static, can_focus=True):
     """Two rows about one router; the band's own keys act on the router."""
 
     DEFAULT_CSS = """
