@@ -687,3 +687,61 @@ async def test_keys_typed_right_after_quit_open_nothing(make_app) -> None:  # ty
             app.post_message(events.Key(ch, ch))
         await until(pilot, lambda: not app.is_running, "the app quits", 5)
     assert app.return_code == 0 and not app._exit_renderables  # no traceback printed on the way out
+
+
+async def test_a_routine_repaint_syncs_the_panes_a_few_per_frame(make_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The once-a-second repaint (spread) syncs panes for SPREAD_BUDGET_S, then waits for the frame that shows
+    them before the next few: a key that comes meanwhile is not stuck behind the whole fleet's repaint. Here the
+    budget is nil, so one pane a frame, and every pane gets its turn. A key's or a crash's repaint (not spread)
+    syncs every pane at once."""
+    from textual.screen import Screen
+
+    import console.ui.screens.fleet as fleet_mod
+
+    monkeypatch.setattr(fleet_mod, "SPREAD_BUDGET_S", 0.0)
+    monkeypatch.setattr(fleet_mod, "SPREAD_WAIT_S", 30.0)  # no going on without a frame here
+    frames = [0]
+    refresh = Screen._compositor_refresh
+
+    def counted(self: Screen) -> None:  # type: ignore[type-arg]
+        frames[0] += 1
+        refresh(self)
+
+    monkeypatch.setattr(Screen, "_compositor_refresh", counted)
+    synced: list[tuple[GpuPane, int]] = []
+    changed: list[bool] = []
+    pane_sync = GpuPane.sync
+
+    def spy(self: GpuPane, visible=None) -> None:  # type: ignore[no-untyped-def]
+        synced.append((self, frames[0]))
+        before = self.view
+        pane_sync(self, visible)
+        changed.append(self.view != before)
+
+    monkeypatch.setattr(GpuPane, "sync", spy)
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        fleet = app.screen
+        assert isinstance(fleet, FleetScreen)
+        panes = list(fleet.query(GpuPane))
+        await until(pilot, lambda: len(panes) > 3 and all(p.view is not None for p in panes), "panes drawn")
+        await pilot.pause()
+
+        later = [0.0]
+        now = app.now
+        app.now = lambda: now() + later[0]  # type: ignore[method-assign]
+        later[0] = 600.0  # ten minutes on: the panes' figures are stale, most panes change
+        synced.clear()
+        changed.clear()
+        fleet.sync_hosts(None, spread=True)
+        assert len(synced) == 1  # the first pane now, the rest after frames
+        await until(pilot, lambda: {p for p, _ in synced} == set(panes), "every pane synced")
+        assert [p for p, _ in synced] == panes  # screen order, each once
+        assert sum(changed) >= 3, (synced, changed)
+        # a frame between any two, unless the first changed nothing on screen (then the wait ran out instead)
+        assert all(b[1] > a[1] or not ch for a, b, ch in zip(synced, synced[1:], changed, strict=False))
+
+        later[0] = 1200.0
+        synced.clear()
+        fleet.sync_hosts(None)
+        assert [p for p, _ in synced] == panes and len({f for _, f in synced}) == 1
