@@ -244,7 +244,7 @@ class DflashApp(ActionsMixin, App[int]):
         """Screens re-read state; the fleet screen only for the hosts that events touched since the last sync."""
         self._last_sync = time.monotonic()
         hosts, self._dirty_hosts = self._dirty_hosts, set()
-        urgent, self._urgent = self._urgent, False
+        self._urgent = False
         if exiting_on_error(self) or not self.is_running:
             return
         self._ready_fallback()
@@ -254,7 +254,7 @@ class DflashApp(ActionsMixin, App[int]):
             if self._covered(screen):
                 self._behind.add(screen)  # synced in full when it is on screen again (catch_up_screen)
                 continue
-            self._sync_one(screen, None if screen in self._behind else hosts, spread=not urgent)
+            self._sync_one(screen, None if screen in self._behind else hosts)
             self._behind.discard(screen)
 
     def _covered(self, screen: Screen[Any]) -> bool:
@@ -264,13 +264,11 @@ class DflashApp(ActionsMixin, App[int]):
         above = stack[stack.index(screen) + 1:] if screen in stack else []
         return any(s.styles.background.a == 1 for s in above)
 
-    def _sync_one(self, screen: Screen[Any], hosts: set[str] | None, spread: bool = False) -> None:
-        """`spread`: a routine repaint (not a key's, a launch's or a crash's), which the fleet may draw a few panes
-        at a time."""
+    def _sync_one(self, screen: Screen[Any], hosts: set[str] | None) -> None:
         try:
             partial = getattr(screen, "sync_hosts", None)
             if partial is not None:
-                partial(hosts, spread)
+                partial(hosts)
             elif (sync := getattr(screen, "sync", None)) is not None:
                 sync()
         except NoMatches:  # a screen being torn down between two ticks

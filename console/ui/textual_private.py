@@ -20,8 +20,7 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
 5. `Widget._check_refresh`, `Screen._refresh_layout`, `App._batch_count`: a key that shows or hides a panel
    gets its frame at once instead of after four event-loop turns (`draw_now`).
 6. `Screen._refresh_layout`, `Screen._compositor_refresh` (Textual's layout-and-frame and frame steps):
-   `QuietFrames` runs them with the garbage collector paused (console/ui/gcpolicy.py), and tells the screen
-   when a frame was drawn (`after_frame`).
+   `QuietFrames` runs them with the garbage collector paused (console/ui/gcpolicy.py).
 7. `Widget._set_dirty` (every repaint of a widget goes through it): `StillStrips` gives a frame the strips a
    widget gave the last one while nothing has marked it dirty since.
 8. `Widget._scroll_update` (a scrolling widget's scrollbars from its virtual size): `set_virtual_size` grows a
@@ -209,8 +208,7 @@ def draw_now(widget: Widget) -> None:
 # -- 6. frames without a collection in them --------------------------------------------------------------
 class QuietFrames:
     """Mixed into the console's big screens (before Screen): their layouts and frames run with the garbage
-    collector paused, so a young collection lands after the frame instead of inside it. After each frame the
-    screen's `after_frame()` runs, if it has one."""
+    collector paused, so a young collection lands after the frame instead of inside it."""
 
     def _refresh_layout(self, size: Size | None = None, scroll: bool = False) -> None:
         with paused_during_frame():
@@ -219,9 +217,6 @@ class QuietFrames:
     def _compositor_refresh(self) -> None:
         with paused_during_frame():
             Screen._compositor_refresh(self)  # type: ignore[arg-type]
-        after: Callable[[], None] | None = getattr(self, "after_frame", None)
-        if after is not None:
-            after()
 
 
 # -- 7. a still widget's strips, given again -------------------------------------------------------------

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -53,16 +51,6 @@ class Shelf(StillStrips, Horizontal):
     """One row of host bands side by side (console/ui/layout.py decides which hosts share it)."""
 
     DEFAULT_CSS = "Shelf { height: auto; }"
-
-
-SPREAD_BUDGET_S = 0.003
-"""A once-a-second repaint from state syncs GPU panes for about this long, then lets the frame that shows them
-(and any key that came meanwhile) go before the next few. Under a log flood every visible pane changes every
-second: synced at once, their one frame was 35-45 ms of a busy machine's main thread (8 panes at 200x60, 24-30 ms of
-CPU), and a key that came during it waited that long."""
-
-SPREAD_WAIT_S = 0.05
-"""A spread repaint goes on after this long if no frame came (what it synced changed nothing on screen)."""
 
 
 SERVER_ACTIONS = {"relaunch", "stop", "probe", "details", "bench"}
@@ -162,10 +150,6 @@ class FleetScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
         """The selection is the console's pick (the first pane), not the person's: a re-layout may move it."""
         self._auto_target: tuple[str, int] | None = None
         """The pane the console focused last on its own."""
-        self._pending: dict[GpuPane, None] = {}
-        """Panes a spread repaint has yet to sync, in screen order."""
-        self._draining = False
-        """A `_sync_pending_panes` waits for a frame."""
 
     def compose(self) -> ComposeResult:
         self._topbar = Static("", id="topbar", markup=False)
@@ -210,9 +194,8 @@ class FleetScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
             out[h] = gpus
         return out
 
-    def sync_hosts(self, hosts: set[str] | None, spread: bool = False) -> None:
-        """Re-syncs the bands of `hosts` (None: all); the app passes the hosts that events touched. `spread`: the
-        GPU panes a few at a time, each few shown by a frame of its own (`SPREAD_BUDGET_S`)."""
+    def sync_hosts(self, hosts: set[str] | None) -> None:
+        """Re-syncs the bands of `hosts` (None: all); the app passes the hosts that events touched."""
         if self._box is None or not self.children:
             return  # a tick before compose
         shown = self._shown_gpus()
@@ -229,17 +212,10 @@ class FleetScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
             self.layout_now, hosts = lay, None
             self._place(lay)
         visible = visible_widgets(self)
-        later: list[GpuPane] | None = [] if spread else None
-        if not spread and hosts is None:
-            self._pending.clear()  # every pane is synced now
         for band in self._bands.values():
             if hosts is None or band.host in hosts:
                 band.shown = shown.get(band.host, ())
-                band.sync(visible, later)
-        if later:
-            self._pending.update(dict.fromkeys(later))
-            if not self._draining:
-                self._sync_pending_panes()
+                band.sync(visible)
         self._sync_topbar()
         if self._activity is not None:
             self._activity.sync()
@@ -248,32 +224,6 @@ class FleetScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
                     and (self.focused.host, self.focused.gpu) == self._auto_target)):  # never a pane focused since
             self._refocus()
         refresh_bindings_if_changed(self)
-
-    def _sync_pending_panes(self) -> None:
-        """Syncs waiting panes for SPREAD_BUDGET_S, then leaves the rest until the frame that shows these is drawn."""
-        self._draining = False
-        t0 = time.monotonic()
-        visible = visible_widgets(self)
-        while self._pending:
-            pane = next(iter(self._pending))
-            del self._pending[pane]
-            if pane.is_mounted:
-                pane.sync(visible)
-            if self._pending and time.monotonic() - t0 >= SPREAD_BUDGET_S:
-                self._draining = True  # the frame of these goes on (after_frame), or the wait runs out
-                self.set_timer(SPREAD_WAIT_S, self._resume_pending)
-                return
-
-    def after_frame(self) -> None:
-        """A frame was drawn (QuietFrames): the next few waiting panes, once the loop has had its turn."""
-        if self._draining:
-            self._draining = False
-            self.call_later(self._sync_pending_panes)
-
-    def _resume_pending(self) -> None:
-        """No frame came (the panes synced last changed nothing on screen): the next few anyway."""
-        if self._draining:
-            self._sync_pending_panes()
 
     def _place(self, lay: FleetLayout) -> None:
         """Mounts the shelves the layout names (only when which hosts share a row changed) and sizes the bands."""

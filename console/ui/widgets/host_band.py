@@ -87,8 +87,7 @@ class HostBand(StillStrips, Vertical):
             self._grid.styles.height = where.rows * pane_height  # 'auto' over 1fr panes came out as the screen
             self.styles.width = f"{max(1, where.columns)}fr"
 
-    def sync(self, visible: WidgetSet[Widget] | None = None, panes_later: list[GpuPane] | None = None) -> None:
-        """The band's header and layout now; its panes now too, or appended to `panes_later` (a spread repaint)."""
+    def sync(self, visible: WidgetSet[Widget] | None = None) -> None:
         if not self.children:
             return  # not composed yet: on_mount syncs
         view = host_view(console_app(self).state, self.host, console_app(self).now())
@@ -116,9 +115,6 @@ class HostBand(StillStrips, Vertical):
             self._header.sync()
         else:
             self._header.behind = True
-        if panes_later is not None:
-            panes_later.extend(self._panes)
-            return
         for p in self._panes:
             p.sync(vis)
 
