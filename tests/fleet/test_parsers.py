@@ -97,9 +97,14 @@ def test_a_launch_gate_is_not_a_server_until_it_opens(tmp_path):
         return parse_ps(out.stdout)
 
     try:
-        (waiting,) = sample()
-        assert waiting.args.startswith("sh -c ") and "sglang.launch_server" in waiting.args
-        assert sglang_mains([waiting]) == []
+        deadline = time.monotonic() + 30
+        while True:  # `setsid` and `nohup` exec the gate in turn; each stage is sampled, none is a server
+            (waiting,) = sample()
+            assert "sglang.launch_server" in waiting.args and sglang_mains([waiting]) == [], waiting.args
+            if waiting.args.startswith("sh -c ") or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        assert waiting.args.startswith("sh -c "), waiting.args
         (tmp_path / "meta.json").write_text(f'{{"pid": {pid}, "sid": {pid}, "launch_id": "L1"}}\n')
         deadline = time.monotonic() + 30
         while (procs := sample()) and procs[0].args.startswith("sh -c ") and time.monotonic() < deadline:
