@@ -182,6 +182,15 @@ with `%end` is not one). The attach's own reply has flags 0 and can come after t
 busy machine: taken for one, it shifted every later reply by one (a capture read as an empty screen)."""
 
 
+def _attach(sock: str, session: str, flags: str) -> subprocess.Popen[bytes] | None:
+    """A tmux control client (`tmux -C attach`) with these client flags; None where tmux cannot be started."""
+    try:
+        return subprocess.Popen(["tmux", "-L", sock, "-C", "attach", "-t", session, "-f", flags],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+
 def _end_client(proc: subprocess.Popen[bytes]) -> None:
     """A tmux control client ends when its stdin closes (killed if it does not within 2 s)."""
     with contextlib.suppress(OSError):
@@ -205,10 +214,8 @@ class ControlClient:
 
     @classmethod
     def open(cls, sock: str, session: str) -> ControlClient | None:
-        try:
-            proc = subprocess.Popen(["tmux", "-L", sock, "-C", "attach", "-t", session, "-f", "ignore-size,no-output"],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        except OSError:
+        proc = _attach(sock, session, "ignore-size,no-output")
+        if proc is None:
             return None
         client = cls(proc)
         try:
@@ -276,12 +283,8 @@ class OutputWatch:
 
     @classmethod
     def open(cls, sock: str, session: str) -> OutputWatch | None:
-        try:
-            proc = subprocess.Popen(["tmux", "-L", sock, "-C", "attach", "-t", session, "-f", "ignore-size,read-only"],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        except OSError:
-            return None
-        return cls(proc)
+        proc = _attach(sock, session, "ignore-size,read-only")
+        return None if proc is None else cls(proc)
 
     def _drain(self) -> None:
         assert self.proc.stdout is not None
