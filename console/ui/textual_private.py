@@ -51,7 +51,6 @@ from rich.style import Style as RichStyle
 from rich.terminal_theme import TerminalTheme
 from textual import _time, events, messages
 from textual._border import get_box
-from textual._segment_tools import line_pad
 from textual._styles_cache import StylesCache
 from textual.app import App
 from textual.color import Color
@@ -390,9 +389,19 @@ class BoxRowsCache(StylesCache):
                                        render_content_line, border_title, border_subtitle, opacity, ansi_theme,
                                        native_ansi)
         cw, ch, pad_left, pad_right, inner, left, right = sides
-        line = (render_content_line(y - 1).adjust_cell_length(cw, inner) if y - 1 < ch
-                else Strip.blank(cw, inner))
-        return Strip([left, *line_pad(line, pad_left, pad_right, inner), right], size.width)
+        # one Strip for the row (each comes with caches of its own): border, padding, content, fill, border
+        segments = [left, Segment(" " * pad_left, inner)] if pad_left else [left]
+        fill = cw + pad_right
+        if y - 1 < ch:
+            line = render_content_line(y - 1)
+            if line.cell_length > cw:
+                line = line.crop(0, cw)
+            segments.extend(line)
+            fill -= line.cell_length
+        if fill:
+            segments.append(Segment(" " * fill, inner))
+        segments.append(right)
+        return Strip(segments, size.width)
 
 
 def use_box_rows(widget: Widget) -> None:

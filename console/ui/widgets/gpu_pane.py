@@ -20,6 +20,7 @@ from textual.widget import Widget
 
 from console.ui import format as fmt
 from console.ui.console_app import console_app
+from console.ui.strip_offsets import with_offsets
 from console.ui.textual_private import KeysToScreen, StillStrips, use_box_rows
 from console.ui.themes import SEMANTIC_DEFAULTS
 from console.ui.views import PaneView, Series, Span, pane_view
@@ -32,6 +33,7 @@ TONES = {"ready": "phase-ready", "serving": "phase-serving", "starting": "phase-
 """View tones (console/ui/views.py) to theme variables."""
 GRAPH_MAX_ROWS = 12
 _RUNS = re.compile(r" +|[^ ]+")
+_OPEN = object()
 GRAPH_MIN_ROWS = 7
 """Inner rows from which a pane can hold history graphs (below, its view carries none)."""
 
@@ -224,6 +226,8 @@ class GpuPane(KeysToScreen, CatchUpWhenShown, StillStrips, Widget, can_focus=Tru
         self._strips: dict[int, Strip] = {}
         """Rendered rows of `_drawn`: a telemetry tick re-renders the row it changed, not the whole pane."""
         self._strips_key: tuple[int, Style] | None = None
+        self._pass: Any = None
+        """While Textual renders the pane's rows (`render_lines`): what they share, or `_OPEN` until the first."""
 
     def on_focus(self) -> None:
         self._title(True)
@@ -294,23 +298,41 @@ class GpuPane(KeysToScreen, CatchUpWhenShown, StillStrips, Widget, can_focus=Tru
     def render(self) -> Content:
         return Content("") if self.view is None else Content("\n").join(self._lines(self.view))
 
-    def render_line(self, y: int) -> Strip:
-        """Textual's line API: one row from the per-row cache (Widget.render_line renders every row of
-        `render()` whenever any row is dirty)."""
-        width = self.size.width
-        style = self.visual_style
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._pass = _OPEN  # what every row of this render shares is looked up at its first uncached row
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass = None
+
+    def _row_pass(self) -> tuple[int, Style, list[Content]] | None:
+        """(width, style, lines) for rendering rows now; None when Textual renders them (no view yet, or text
+        selected in the pane)."""
         if self.view is None or self.text_selection is not None:
-            return super().render_line(y)
+            return None
+        width, style = self.size.width, self.visual_style
         lines = self._lines(self.view)
         if self._strips_key != (width, style):  # resized, focused, marked: every row again
             self._strips_key = (width, style)
             self._strips.clear()
+        return width, style, lines
+
+    def render_line(self, y: int) -> Strip:
+        """Textual's line API: one row from the per-row cache (Widget.render_line renders every row of
+        `render()` whenever any row is dirty)."""
+        rows = self._pass
+        if rows is _OPEN:
+            rows = self._pass = self._row_pass()  # a frame renders ~50 rows: their size and selection once
+        elif rows is None:
+            rows = self._row_pass()  # a row asked for outside a render
+        if rows is None:
+            return super().render_line(y)
         strip = self._strips.get(y)
         if strip is None:
             # Content straight to segments (the lines are fitted to the width already, and a pane has no links):
             # Visual.to_strips took 135 us a row against 50 us, and a telemetry tick redraws ~50 rows a frame
-            rich = style.rich_style
-            strip = (Strip(lines[y].render_segments(style)).crop(0, width) if y < len(lines)
-                     else Strip.blank(width, rich)).apply_offsets(0, y)  # offsets: for text selection
+            width, style, lines = rows
+            strip = (with_offsets(lines[y].render_segments(style), y, width) if y < len(lines)
+                     else Strip.blank(width, style.rich_style).apply_offsets(0, y))
             self._strips[y] = strip
         return strip
