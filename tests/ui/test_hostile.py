@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from rich.cells import cell_len
 
 from console.fleet.events import GpuSample, HostDown, HostUp, ServerMeta, ServerSeen
 from console.fleet.state import FleetState
@@ -14,7 +15,7 @@ from tests.ui.fakes import NOW, FakeApi, FakeBackend, ScriptedLog, demo_fleet
 from tests.ui.waits import server_log, until
 
 HOSTILE = ["[/foo]", "[bold", "[0]", "[/", "[red]red?[/red]", "\x1b[31mred\x1b[0m", "nul\x00byte", "$(rm -rf ~)",
-           "tab\there", "\r\rcr", "[link=http://x]x[/link]", "x" * 1_000_000]
+           "tab\there", "\r\rcr", "[link=http://x]x[/link]", "宽字符的日志行 wide " * 9, "x" * 1_000_000]
 
 
 def hostile_state() -> FleetState:
@@ -52,6 +53,9 @@ async def test_fleet_and_server_screens_survive_hostile_text() -> None:
             strip = view.render_line(y)
             text = "".join(seg.text for seg in strip)
             assert "\x1b" not in text and "\x00" not in text
+            # every row exactly fills the view, wide characters included (a row says how wide it is; a wrong
+            # cell length shifts or tears what the frame puts right of it)
+            assert strip.cell_length == view.size.width == sum(cell_len(seg.text) for seg in strip), y
         await pilot.press("slash", *"[bold", "enter")
         await pilot.pause()
         assert view.matches

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import overload
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region, Size
@@ -393,7 +394,12 @@ class LogView(ScrollView, can_focus=True):
         style = self._level_style(base, lvl) if lvl else base
         segs = [Segment(number, gutter)]
         segs += self._highlight(text, style, row)
-        return Strip(segs).crop_extend(0, width, base)
+        cells = cell_len(number) + cell_len(text)
+        if cells > width:
+            return Strip(segs, cells).crop(0, width)
+        if cells < width:  # padded in the same strip: a second one (crop_extend) was a third of a row's cost
+            segs.append(Segment(" " * (width - cells), base))
+        return Strip(segs, width)
 
     def _level_style(self, base: Style, lvl: str) -> Style:
         key = f"base+{lvl}"
