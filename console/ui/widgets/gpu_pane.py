@@ -20,6 +20,7 @@ from textual.widget import Widget
 
 from console.ui import format as fmt
 from console.ui.console_app import console_app
+from console.ui.content_segments import SpanStyles, line_segments
 from console.ui.strip_offsets import with_offsets
 from console.ui.textual_private import KeysToScreen, StillStrips, use_box_rows
 from console.ui.themes import SEMANTIC_DEFAULTS
@@ -227,6 +228,8 @@ class GpuPane(KeysToScreen, CatchUpWhenShown, StillStrips, Widget, can_focus=Tru
         """Rendered rows of `_drawn`: a telemetry tick re-renders the row it changed, not the whole pane."""
         self._strips_key: tuple[int, Style] | None = None
         self._pass: Any = None
+        self._span_styles: SpanStyles = {}
+        """The Rich style of each span style in the pane's lines, over the pane's style now (`line_segments`)."""
         """While Textual renders the pane's rows (`render_lines`): what they share, or `_OPEN` until the first."""
 
     def on_focus(self) -> None:
@@ -315,6 +318,7 @@ class GpuPane(KeysToScreen, CatchUpWhenShown, StillStrips, Widget, can_focus=Tru
         if self._strips_key != (width, style):  # resized, focused, marked: every row again
             self._strips_key = (width, style)
             self._strips.clear()
+            self._span_styles.clear()
         return width, style, lines
 
     def render_line(self, y: int) -> Strip:
@@ -332,7 +336,7 @@ class GpuPane(KeysToScreen, CatchUpWhenShown, StillStrips, Widget, can_focus=Tru
             # Content straight to segments (the lines are fitted to the width already, and a pane has no links):
             # Visual.to_strips took 135 us a row against 50 us, and a telemetry tick redraws ~50 rows a frame
             width, style, lines = rows
-            strip = (with_offsets(lines[y].render_segments(style), y, width) if y < len(lines)
+            strip = (with_offsets(line_segments(lines[y], style, self._span_styles), y, width) if y < len(lines)
                      else Strip.blank(width, style.rich_style).apply_offsets(0, y))
             self._strips[y] = strip
         return strip
