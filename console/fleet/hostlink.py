@@ -35,6 +35,7 @@ from console.fleet.events import (
 from console.fleet.logtail import Chunk, FrameReader, Missing, Truncated, tail_command
 from console.fleet.monitor import ProcFrame, ProcFrameParser, proc_loop_command
 from console.gpu import nvsmi
+from console.keys_first import KEYS_FIRST
 from console.linecap import LineCap
 from console.transport.base import CommandHook, CommandResult, HostKeyError, RemoteStream, Transport, TransportError
 
@@ -466,6 +467,8 @@ class HostLink:
             async for data in stream.chunks():
                 seen[0] = time.monotonic()
                 seen[1] += 1
+                if KEYS_FIRST.holding():  # a key is on its way to the screen: its turns first (console/keys_first.py)
+                    await KEYS_FIRST.step_aside()
                 self._on_tail(specs, reader.feed(data))
                 if len(data) >= YIELD_AFTER_BYTES:
                     await asyncio.sleep(0)

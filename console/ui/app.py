@@ -7,6 +7,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
@@ -21,13 +22,14 @@ from console.fleet.api import FleetApi
 from console.fleet.changes import Changes
 from console.fleet.events import Event, GpuSample, Notice
 from console.fleet.state import FleetState, ServerState, ready_notice
+from console.keys_first import KEYS_FIRST
 from console.remote_text import for_terminal
 from console.sglang.phase import Phase
 from console.ui import gcpolicy
 from console.ui.actions import MUTATING, ActionsMixin
 from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
 from console.ui.messages import FleetChanged
-from console.ui.textual_private import exiting_on_error
+from console.ui.textual_private import MarksFrames, exiting_on_error
 from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
 
 SYNC_MIN_S = 1.0
@@ -48,7 +50,7 @@ TICK_S = 1.0
 ApiFactory = Callable[[], Awaitable[FleetApi]]
 
 
-class DflashApp(ActionsMixin, App[int]):
+class DflashApp(MarksFrames, ActionsMixin, App[int]):
     """The console: fleet screen first; server, launch, chat and help screens on top."""
 
     TITLE = "dflash-console"
@@ -297,6 +299,11 @@ class DflashApp(ActionsMixin, App[int]):
         return None
 
     # -- screens -------------------------------------------------------------------------
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            KEYS_FIRST.key_taken()  # from the input thread: its frame, a few turns on, ends the readers' hold
+        await super().on_event(event)
+
     def push_screen(self, *args: Any, **kwargs: Any) -> Any:
         """Opens nothing once the app is quitting: keys typed right after `q` (one read from the terminal, `qc`)
         still run their actions, and a screen pushed then mounted without its children and crashed the exit

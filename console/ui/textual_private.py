@@ -35,6 +35,9 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
    rows between its borders with the pieces made once per render.
 11. `Event._set_forwarded` (marks an event the app already dispatched, so the app does not take it for new
    input): `KeysToScreen` hands a GPU pane's unhandled key to its screen in one hop.
+12. `App._display` (every frame goes to the terminal through it) and `App._batch_count`: `MarksFrames` tells
+   `console.keys_first` when a frame was written, which ends the log readers' hold for a key; the input loop
+   of item 3 tells it when a key arrived.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ from textual.strip import Strip
 from textual.style import Style
 from textual.widget import AwaitMount, Widget
 
+from console.keys_first import KEYS_FIRST
 from console.ui.gcpolicy import paused_during_frame
 
 POLL_S = 0.1
@@ -146,10 +150,14 @@ if LinuxDriver is not None:
                         if not data:
                             break
                         for event in feed(data):
+                            if isinstance(event, events.Key):
+                                KEYS_FIRST.key_arrived()  # the log readers step aside until its frame
                             self.process_message(event)
                         if ESCAPE_AT_ONCE and data[-1] == "\x1b" and not selector.select(0):
                             release_lone_escape(parser)
                 for event in tick():
+                    if isinstance(event, events.Key):
+                        KEYS_FIRST.key_arrived()
                     self.process_message(event)
 
             def wait() -> float:
@@ -430,3 +438,16 @@ class KeysToScreen:
         key = events.Key(event.key, event.character)
         key._set_forwarded()  # dispatched by the app already: at the app it is a bubbled key (its bindings)
         screen.post_message(key)
+
+
+# -- 12. a frame written -----------------------------------------------------------------------------------
+class MarksFrames:
+    """Mixed into the app (before App): each frame written to the terminal is noted in `console.keys_first`, whose
+    hold on the log readers a key's frame ends."""
+
+    def _display(self, screen: Screen, renderable: Any) -> None:
+        app: App[Any] = self  # type: ignore[assignment]
+        drawn = renderable is not None and not getattr(app, "_batch_count", 0)  # Textual writes nothing else
+        App._display(app, screen, renderable)
+        if drawn:
+            KEYS_FIRST.frame_drawn()
