@@ -7,8 +7,9 @@ app, the focused widget, the screen, the app's bindings, the frame), and each tu
 A reader's bytes can wait a few milliseconds in the SSH channel's buffer without loss; a person waits for the key.
 
 So a key's arrival (the input thread) opens a hold; the readers, before each chunk, wait while it is open. The
-hold closes when a frame is drawn a little after the app took the key (that frame shows it), or after
-`HOLD_MAX_S` whatever happens (a key that changes nothing draws no frame). Times are `time.monotonic()`; the
+hold closes when a frame is drawn a little after the app took the key (that frame shows it; one drawn sooner
+counts once `SETTLE_S` has passed), or after `HOLD_MAX_S` whatever happens (a key that changes nothing draws
+no frame). Times are `time.monotonic()`; the
 input thread writes one float, the event loop reads it.
 """
 
@@ -23,6 +24,9 @@ HOLD_MAX_S = 0.1
 FRAME_AFTER_S = 0.004
 """A frame closes the hold only when drawn this long after the app took the key: a frame already under way
 when the key came shows the screen before it. With the readers held, a key's hops take well under this."""
+SETTLE_S = 0.02
+"""A frame drawn sooner than FRAME_AFTER_S after the app took the key closes the hold once this long has passed
+since: a key with the readers held is done by then, and that frame was its own (no later one may come)."""
 WAIT_STEP_S = 0.002
 """How often a held reader looks again."""
 
@@ -60,8 +64,9 @@ class KeysFirst:
         key_at = self.key_at
         if key_at <= self._closed_for:
             return False
-        shown = self.taken_at >= key_at and self.drawn_at >= self.taken_at + FRAME_AFTER_S
-        if shown or self._clock() - key_at >= HOLD_MAX_S:
+        now, taken, drawn = self._clock(), self.taken_at, self.drawn_at
+        shown = taken >= key_at and (drawn >= taken + FRAME_AFTER_S or (drawn > taken and now >= taken + SETTLE_S))
+        if shown or now - key_at >= HOLD_MAX_S:
             self._closed_for = key_at
             return False
         return True

@@ -585,3 +585,47 @@ async def test_a_panes_key_goes_to_its_screen_in_one_hop(make_app, monkeypatch) 
         await pilot.press("escape")
         await pilot.pause()
         assert fleet.filter_text == "" and seen[:2] == ["GpuPane", "FleetScreen"]
+
+
+def test_the_input_loop_notes_each_key_it_reads() -> None:
+    """3e/12. A key read by the input loop opens the log readers' hold (console/keys_first.py) before the app
+    gets it."""
+    from console.keys_first import FRAME_AFTER_S, KEYS_FIRST
+
+    before = KEYS_FIRST.key_at
+    loop = _InputLoop()
+    try:
+        loop.write(b"x")
+        assert loop.wait_keys(1) == ["x"]
+        assert KEYS_FIRST.key_at > before
+        assert KEYS_FIRST.holding()
+    finally:
+        loop.close()
+        KEYS_FIRST.key_taken()  # close the hold this test opened: no app here draws the key's frame
+        time.sleep(FRAME_AFTER_S)
+        KEYS_FIRST.frame_drawn()
+    assert not KEYS_FIRST.holding()
+
+
+async def test_the_app_notes_the_keys_it_takes_and_the_frames_it_writes() -> None:
+    """12. MarksFrames and DflashApp.on_event: the app notes a key it takes from the input thread (not the same
+    key again as it bubbles back), and each frame it writes; a key's frame closes the readers' hold."""
+    from console.keys_first import KEYS_FIRST
+    from console.ui.app import DflashApp
+    from console.ui.widgets.gpu_pane import GpuPane
+    from tests.ui.fakes import NOW, FakeApi, FakeBackend
+
+    app = DflashApp(FakeApi(), clock=lambda: NOW, backend=FakeBackend())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        first = app.focused
+        assert isinstance(first, GpuPane)
+        KEYS_FIRST.key_arrived()  # as the input loop does
+        assert KEYS_FIRST.holding()
+        await pilot.press("right")
+        await pilot.pause()
+        await pilot.pause(0.05)
+        assert app.focused is not first  # the key did its work
+        assert KEYS_FIRST.taken_at >= KEYS_FIRST.key_at  # the app took it
+        assert KEYS_FIRST.drawn_at > KEYS_FIRST.taken_at  # and wrote a frame after
+        assert not KEYS_FIRST.holding()

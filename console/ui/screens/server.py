@@ -15,6 +15,7 @@ from textual.widgets import Input, Static
 
 from console.config import user_state_dir
 from console.fleet.state import ServerState
+from console.keys_first import KEYS_FIRST
 from console.sglang.phase import Phase
 from console.ui import format as fmt
 from console.ui.bindings import refresh_bindings_if_changed
@@ -51,6 +52,9 @@ def timeline_table(rows: tuple[tuple[str, float | None, float | None], ...], c: 
 PULL_MIN_S = 0.03
 """New log lines reach the screen within one frame or so, at most ~33 pulls a second (a server logging a
 line every 50 ms has each one on screen at once: benchmarks/bench_log_latency.py)."""
+PULL_DEFER_S = 0.005
+"""A pull that comes while a key is on its way (console/keys_first.py) looks again this much later: under a flood
+each pull redraws the whole view, and the key's frame should not carry one."""
 PULL_FLOOD_S = 0.1
 """While pulls bring more than half a view of lines at a time (a flood: every row changes in every frame
 anyway, too fast to read), at most 10 pulls (frames) a second. Each pull redraws the whole view (5-10 ms at
@@ -153,6 +157,7 @@ class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
         self._narrow: bool | None = None
         self._last_pull = 0.0
         self._pull_pending = False
+        self._pull_deferred = False
         self._backstop = self.set_interval(0.25, self._pull)  # new lines normally arrive through pull_soon
         self.on_resize()
         self.sync()
@@ -190,12 +195,21 @@ class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
             api.watch_log(self.server_name, on)
 
     def _pull(self) -> None:
+        if KEYS_FIRST.holding():  # a key is on its way: its frame without a whole new log view in it
+            if not self._pull_deferred:
+                self._pull_deferred = True
+                self.set_timer(PULL_DEFER_S, self._deferred_pull)
+            return
         self._last_pull = time.monotonic()
         self._pull_pending = False
         view = self.query_one(LogView)
         view.pull()
         self.pull_spacing = PULL_FLOOD_S if view.pulled > max(8, view.view_size.height // 2) else PULL_MIN_S
         self._sync_bar()
+
+    def _deferred_pull(self) -> None:
+        self._pull_deferred = False
+        self._pull()
 
     def pull_soon(self) -> None:
         """New events arrived: show new log lines now, at most every `pull_spacing` s while they keep coming."""
