@@ -34,7 +34,7 @@ TONES = {"ready": "phase-ready", "serving": "phase-serving", "starting": "phase-
 """View tones (console/ui/views.py) to theme variables."""
 GRAPH_MAX_ROWS = 12
 _RUNS = re.compile(r" +|[^ ]+")
-_OPEN = object()
+_OPEN = object()  # GpuPane._pass: a render under way, its shared values not looked up yet
 GRAPH_MIN_ROWS = 7
 """Inner rows from which a pane can hold history graphs (below, its view carries none)."""
 
@@ -228,9 +228,9 @@ class GpuPane(KeysToScreen, CatchUpWhenShown, StillStrips, Widget, can_focus=Tru
         """Rendered rows of `_drawn`: a telemetry tick re-renders the row it changed, not the whole pane."""
         self._strips_key: tuple[int, Style] | None = None
         self._pass: Any = None
+        """While Textual renders the pane's rows (`render_lines`): what they share, or `_OPEN` until the first."""
         self._span_styles: SpanStyles = {}
         """The Rich style of each span style in the pane's lines, over the pane's style now (`line_segments`)."""
-        """While Textual renders the pane's rows (`render_lines`): what they share, or `_OPEN` until the first."""
 
     def on_focus(self) -> None:
         self._title(True)
