@@ -3,14 +3,16 @@
 Each browser session's console runs under Textual's WebDriver, whose input reader wakes every 100 ms when idle;
 a lone ESC byte (the Escape key) waits for that wake-up before the parser may call it Escape, so Escape took
 ~100 ms longer in the browser than `?` (benchmarks/bench_serve_browser.py). As console/ui/driver.py does for
-the terminal, the reader's timeout shrinks to the parser's pending ESC wait. Only the timeout differs from
-Textual's loop; if Textual's internals move, the session falls back to Textual's own WebDriver.
-The session's TEXTUAL_DRIVER names this class (console/serve/server.py).
+the terminal, the reader's timeout shrinks to the parser's pending ESC wait, and a key read opens the log
+readers' hold (console/keys_first.py). Only these differ from Textual's loop; if Textual's internals move,
+the session falls back to Textual's own WebDriver. The session's TEXTUAL_DRIVER names this class (console/serve/server.py).
 """
 
 from __future__ import annotations
 
 from codecs import getincrementaldecoder
+
+from console.keys_first import KEYS_FIRST
 
 POLL_S = 0.1
 """Textual's own idle wake-up of the input reader."""
@@ -23,6 +25,7 @@ try:
     from textual._xterm_parser import XTermParser
     from textual.drivers._byte_stream import ByteStream
     from textual.drivers.web_driver import WebDriver, _ExitInput
+    from textual.events import Key
 except ImportError:  # pragma: no cover - another Textual: keep its driver
     WebDriver = None  # type: ignore[assignment,misc]
 
@@ -51,10 +54,14 @@ if WebDriver is not None:
                         for packet_type, payload in packets.feed(data):
                             if packet_type == "D":
                                 for event in parser.feed(decode(payload)):
+                                    if isinstance(event, Key):
+                                        KEYS_FIRST.key_arrived()  # the log readers step aside until its frame
                                     self.process_message(event)
                             else:
                                 self._on_meta(packet_type, payload)
                     for event in parser.tick():
+                        if isinstance(event, Key):
+                            KEYS_FIRST.key_arrived()
                         self.process_message(event)
                     reader.timeout = reader_timeout(getattr(parser, "_timeout_time", None), get_time())
             except _ExitInput:
