@@ -26,6 +26,7 @@ try:
     from textual.drivers._byte_stream import ByteStream
     from textual.drivers.web_driver import WebDriver, _ExitInput
     from textual.events import Key
+    from textual.message import Message
 except ImportError:  # pragma: no cover - another Textual: keep its driver
     WebDriver = None  # type: ignore[assignment,misc]
 
@@ -48,21 +49,23 @@ if WebDriver is not None:
             parser = XTermParser(debug=self._debug)
             decode = getincrementaldecoder("utf-8")().decode
             packets = ByteStream()
+
+            def deliver(event: Message) -> None:
+                if isinstance(event, Key):
+                    KEYS_FIRST.key_arrived()  # the log readers step aside until its frame
+                self.process_message(event)
+
             try:
                 for data in reader:
                     if data:
                         for packet_type, payload in packets.feed(data):
                             if packet_type == "D":
                                 for event in parser.feed(decode(payload)):
-                                    if isinstance(event, Key):
-                                        KEYS_FIRST.key_arrived()  # the log readers step aside until its frame
-                                    self.process_message(event)
+                                    deliver(event)
                             else:
                                 self._on_meta(packet_type, payload)
                     for event in parser.tick():
-                        if isinstance(event, Key):
-                            KEYS_FIRST.key_arrived()
-                        self.process_message(event)
+                        deliver(event)
                     reader.timeout = reader_timeout(getattr(parser, "_timeout_time", None), get_time())
             except _ExitInput:
                 pass

@@ -143,6 +143,11 @@ if LinuxDriver is not None:
             feed, tick = parser.feed, parser.tick
             decode = getincrementaldecoder("utf-8")().decode
 
+            def deliver(event: messages.Message) -> None:
+                if isinstance(event, events.Key):
+                    KEYS_FIRST.key_arrived()  # the log readers step aside until its frame
+                self.process_message(event)
+
             def process(selector_events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> None:
                 for last, (_key, mask) in loop_last(selector_events):
                     if mask & event_read:
@@ -150,15 +155,11 @@ if LinuxDriver is not None:
                         if not data:
                             break
                         for event in feed(data):
-                            if isinstance(event, events.Key):
-                                KEYS_FIRST.key_arrived()  # the log readers step aside until its frame
-                            self.process_message(event)
+                            deliver(event)
                         if ESCAPE_AT_ONCE and data[-1] == "\x1b" and not selector.select(0):
                             release_lone_escape(parser)
                 for event in tick():
-                    if isinstance(event, events.Key):
-                        KEYS_FIRST.key_arrived()
-                    self.process_message(event)
+                    deliver(event)
 
             def wait() -> float:
                 return next_wait(getattr(parser, "_timeout_time", None), get_time())
