@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import App, SystemCommand
@@ -31,6 +31,7 @@ from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
 from console.ui.messages import FleetChanged
 from console.ui.textual_private import MarksFrames, exiting_on_error
 from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
+from console.ui.widgets.help_sheet import take_key
 
 SYNC_MIN_S = 1.0
 """Screens repaint from state at most once a second, however many event batches arrive: nvidia-smi samples at
@@ -51,7 +52,7 @@ ApiFactory = Callable[[], Awaitable[FleetApi]]
 
 
 class DflashApp(MarksFrames, ActionsMixin, App[int]):
-    """The console: fleet screen first; server, launch, chat and help screens on top."""
+    """The console: fleet screen first; server, launch and chat screens on top; `?` a sheet over any of them."""
 
     TITLE = "dflash-console"
     CSS_PATH = "app.tcss"
@@ -302,6 +303,8 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded:
             KEYS_FIRST.key_taken()  # from the input thread: its frame, a few turns on, ends the readers' hold
+            if self.screen_stack and await take_key(self.screen, event.key):
+                return
         await super().on_event(event)
 
     def push_screen(self, *args: Any, **kwargs: Any) -> Any:
@@ -312,20 +315,20 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
             return AwaitMount(self.screen, [])
         return super().push_screen(*args, **kwargs)
 
-    def action_help(self) -> None:
-        from console.ui.screens.help import HelpScreen
+    async def action_help(self) -> None:
+        """The sheet over the current screen's bottom rows (mounted by the first `?` there, kept after)."""
+        from console.ui.widgets.help_sheet import HelpSheet, sheet_of
 
-        if isinstance(self.screen, HelpScreen):
-            return
-        key = "help"  # one kept for every screen: reopening is a resume
-        if self.is_screen_installed(key):
-            help_screen = cast(HelpScreen, self.get_screen(key))
-            if help_screen in self.screen_stack:  # under another screen (one opened from the palette over it)
-                return
-            help_screen.show_for(self.screen)
-        else:
-            self.install_screen(HelpScreen(self.screen), key)
-        self.push_screen(key)
+        screen = self.screen
+        sheet = sheet_of(screen)
+        if sheet is None:
+            sheet = HelpSheet()
+            # first among the screen's children: Textual numbers a screen's widgets from its last child up, so
+            # that a last child shown or hidden would renumber all of them, and every one would count as
+            # changed and be drawn again
+            await screen.mount(sheet, before=0)
+        if not sheet.is_open:
+            sheet.open()
 
     def open_server(self, name: str | None) -> None:
         if name is None or name not in self.state.servers:

@@ -10,7 +10,7 @@ from pathlib import Path
 from textual import events
 
 from console.ui.app import DflashApp
-from console.ui.screens.help import HelpScreen
+from console.ui.widgets.help_sheet import open_sheet
 from console.ui.widgets.host_band import HostHeader
 from tests.faults import results
 from tests.faults.simfleet import build_sim_fleet, controller
@@ -87,8 +87,8 @@ async def test_unreachable_hosts_stay_apart_and_ui_answers(ssh_host_factory, sim
                     seen.setdefault(n, set()).add(_header_text(app, n))
                 if lags and time.monotonic() >= next_key:  # once a second: a key must be answered within 200 ms
                     next_key = time.monotonic() + 1.0
-                    keys.append(await _key_latency(app, "question_mark", lambda: isinstance(app.screen, HelpScreen)))
-                    await _key_latency(app, "escape", lambda: not isinstance(app.screen, HelpScreen))
+                    keys.append(await _key_latency(app, "question_mark", lambda: open_sheet(app.screen) is not None))
+                    await _key_latency(app, "escape", lambda: open_sheet(app.screen) is None)
             states = {n: (h.conn, h.last_error or "") for n, h in ctl.state.hosts.items()}
             headers = {n: _header_text(app, n) for n in ctl.state.hosts}
     finally:

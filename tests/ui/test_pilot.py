@@ -8,14 +8,15 @@ from textual.message import Message
 
 from console.fleet.events import LogData, Notice, ServerGone
 from console.ui.app import SYNC_MIN_S
+from console.ui.help_keys import binding_rows
 from console.ui.messages import ActionDone
 from console.ui.screens.chat import ChatScreen, Turn
 from console.ui.screens.dialogs import ConfirmScreen
 from console.ui.screens.fleet import FleetScreen
-from console.ui.screens.help import HelpScreen, binding_rows
 from console.ui.screens.launch import LaunchScreen
 from console.ui.screens.server import ServerScreen
 from console.ui.widgets.gpu_pane import GpuPane
+from console.ui.widgets.help_sheet import HelpSheet, open_sheet
 from console.ui.widgets.log_view import LogView
 from tests.patience import patient
 from tests.ui.fakes import NOW, FakeApi, FakeBackend, scenario
@@ -253,8 +254,9 @@ async def test_keymap_remaps_and_help_lists_ids(make_app) -> None:  # type: igno
         await pilot.pause()
         await pilot.press("question_mark")
         await pilot.pause()
-        assert isinstance(app.screen, HelpScreen)
-        rows = {ident: keys for keys, _desc, ident, _on in binding_rows(app.screen.under)}
+        sheet = open_sheet(app.screen)
+        assert sheet is not None
+        rows = {ident: keys for keys, _desc, ident, _on in sheet.rows}
         for ident in ("launch", "relaunch", "stop", "probe", "chat", "details", "quit", "theme", "help"):
             assert ident in rows
         assert "ctrl+n" in rows["launch"].lower() or "^n" in rows["launch"]
@@ -307,7 +309,8 @@ async def test_log_search_filter_follow_save(make_app, tmp_path) -> None:  # typ
 
 async def test_server_screen_asks_for_live_log_news_only_while_on_top(make_app) -> None:  # type: ignore[no-untyped-def]
     """The host batches its tail for a quarter second unless a log view is on screen (FleetApi.watch_log): the
-    server screen watches while it is on top, not under help, not after Escape, and again when reopened."""
+    server screen watches while it is on top (help open too: the sheet covers only its bottom rows), not after
+    Escape, and again when reopened."""
     api = FakeApi()
     app = make_app(api)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -315,11 +318,12 @@ async def test_server_screen_asks_for_live_log_news_only_while_on_top(make_app) 
         await server_log(pilot)
         await until(pilot, lambda: api.watched[SERVING] == 1, lambda: f"watched {dict(api.watched)}")
         await pilot.press("question_mark")
-        await until(pilot, lambda: isinstance(app.screen, HelpScreen) and api.watched[SERVING] == 0,
-                    lambda: f"help on top, watched {dict(api.watched)}")
+        await until(pilot, lambda: open_sheet(app.screen) is not None, "help open")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, ServerScreen) and api.watched[SERVING] == 1, dict(api.watched)
         await pilot.press("escape")
-        await until(pilot, lambda: isinstance(app.screen, ServerScreen) and api.watched[SERVING] == 1,
-                    lambda: f"server screen again, watched {dict(api.watched)}")
+        await until(pilot, lambda: open_sheet(app.screen) is None, "help closed")
+        assert isinstance(app.screen, ServerScreen) and api.watched[SERVING] == 1, dict(api.watched)
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, FleetScreen) and api.watched[SERVING] == 0,
                     lambda: f"fleet, watched {dict(api.watched)}")
@@ -329,10 +333,10 @@ async def test_server_screen_asks_for_live_log_news_only_while_on_top(make_app) 
     assert api.watched[SERVING] == 0  # the app's exit unmounted it
 
 
-async def test_back_from_help_draws_first_a_reopen_pulls_first(make_app) -> None:  # type: ignore[no-untyped-def]
-    """Escape from help: the frame that closes it shows the view as it was and the lines that came meanwhile are in
-    the next frame (pulled after the closing frame, not by the 0.25 s backstop); a reopen from the fleet after longer pulls before its
-    first frame, so that a stale view is never drawn."""
+async def test_log_follows_under_help_a_reopen_pulls_first(make_app) -> None:  # type: ignore[no-untyped-def]
+    """With help open the log above the sheet keeps following (lines that come are pulled and drawn, no Escape
+    needed); a reopen from the fleet after longer pulls before its first frame, so that a stale view is never
+    drawn."""
     api = FakeApi()
     app = make_app(api)
     frames: list[tuple[str, str]] = []
@@ -349,15 +353,13 @@ async def test_back_from_help_draws_first_a_reopen_pulls_first(make_app) -> None
 
         app._display = display  # type: ignore[method-assign]
         await pilot.press("question_mark")
-        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help on top")
+        await until(pilot, lambda: open_sheet(app.screen) is not None, "help open")
         log.add("[2026-12-01 14:10:00] came while help was up")
-        frames.clear()
+        await until(pilot, lambda: any(f[1].endswith("came while help was up") for f in frames),
+                    lambda: f"the new line drawn with help open: {frames[-3:]}")
+        assert open_sheet(app.screen) is not None
         await pilot.press("escape")
-        await until(pilot, lambda: view.lines[-1].endswith("came while help was up"), "the new line pulled")
-        await until(pilot, lambda: len([f for f in frames if f[0] == "ServerScreen"]) >= 2, lambda: f"frames {frames}")
-        closing, after = [f for f in frames if f[0] == "ServerScreen"][:2]
-        assert not closing[1].endswith("came while help was up"), frames
-        assert after[1].endswith("came while help was up"), frames  # the very next frame, not the backstop's
+        await until(pilot, lambda: open_sheet(app.screen) is None, "help closed")
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the fleet")
         log.add("[2026-12-01 14:10:01] came while on the fleet")
@@ -604,40 +606,109 @@ async def test_the_fleet_under_a_server_screen_waits_and_catches_up_when_shown(m
 
 
 async def test_help_is_kept_and_shows_the_keys_of_the_moment(make_app) -> None:  # type: ignore[no-untyped-def]
-    """`?` again is a resume of the same help screen (no compose, no style pass), and its table follows the
-    selection below it: a server's keys dim on a free GPU; over the server screen it is the same screen again,
-    titled and filled with that screen's keys."""
+    """`?` again shows the same sheet (no mount, no compose), and its table follows the selection: a server's keys
+    dim on a free GPU; the server screen has a sheet of its own, titled and filled with that screen's keys."""
     from textual.widgets import Static
 
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await select(pilot, "ct129", 0)  # a serving GPU: stop is enabled
         await pilot.press("question_mark")
-        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help open", 5)
-        first = app.screen
-        on = {i: e for _k, _d, i, e in binding_rows(first.under)}
+        await until(pilot, lambda: open_sheet(app.screen) is not None, "help open", 5)
+        first = open_sheet(app.screen)
+        assert first is not None and first.border_title == "Keys: Fleet screen"
+        on = {i: e for _k, _d, i, e in first.rows}
         assert on["stop"]
         table = str(first.query_one("#help-keys", Static).render())
         await pilot.press("escape")
-        await until(pilot, lambda: isinstance(app.screen, FleetScreen), "help closed", 5)
+        await until(pilot, lambda: open_sheet(app.screen) is None, "help closed", 5)
         await select(pilot, "blackwell", 3)  # a free GPU: stop is not
+        rows_now = binding_rows(app.screen)
         await pilot.press("question_mark")
-        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help open again", 5)
-        assert app.screen is first
-        assert not {i: e for _k, _d, i, e in binding_rows(first.under)}["stop"]
+        await until(pilot, lambda: open_sheet(app.screen) is first, "the same sheet open again", 5)
+        assert not {i: e for _k, _d, i, e in first.rows}["stop"] and first.rows == rows_now
         assert str(first.query_one("#help-keys", Static).render()) == table  # same words; the dimming is style
-        assert first._rows == binding_rows(first.under)
+        assert len(app.screen.query(HelpSheet)) == 1
         await pilot.press("escape")
-        await until(pilot, lambda: isinstance(app.screen, FleetScreen), "help closed again", 5)
+        await until(pilot, lambda: open_sheet(app.screen) is None, "help closed again", 5)
         app.open_server(SERVING)
         await until(pilot, lambda: isinstance(app.screen, ServerScreen), "server screen", 5)
         await pilot.press("question_mark")
-        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help over the server screen", 5)
-        assert app.screen is first and isinstance(first.under, ServerScreen)
-        assert str(first.query_one("#help-title", Static).render()) == "Keys: Server screen"
-        shown = str(first.query_one("#help-keys", Static).render())
+        await until(pilot, lambda: open_sheet(app.screen) is not None, "help over the server screen", 5)
+        sheet = open_sheet(app.screen)
+        assert sheet is not None and sheet is not first and sheet.border_title == "Keys: Server screen"
+        shown = str(sheet.query_one("#help-keys", Static).render())
         assert "toggle_info" not in shown and " info " in shown and " search " in shown and shown != table
-        assert first._rows == binding_rows(first.under)
+
+
+async def test_help_sheet_takes_every_key_but_its_own(make_app) -> None:  # type: ignore[no-untyped-def]
+    """While the sheet is open the keys under it do nothing (no focus move, no dialog, no quit), up/down scroll
+    it, Escape closes it and the pane that had the focus has it again; `q` and `?` close it too. It covers the
+    footer, which is not rebuilt for the sheet's own keys."""
+    from console.ui.widgets.footer import ConsoleFooter
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:  # small: the keys overflow the sheet, which scrolls
+        await select(pilot, "blackwell", 1)
+        fleet = app.screen
+        pane = fleet.focused
+        footer = fleet.query_one(ConsoleFooter)
+        before = footer._shown
+        for close in ("escape", "q", "question_mark"):
+            await pilot.press("question_mark")
+            await until(pilot, lambda: open_sheet(fleet) is not None, "help open")
+            sheet = open_sheet(fleet)
+            assert sheet is not None and fleet.focused is sheet
+            assert sheet.region.bottom == fleet.region.bottom  # over the footer row
+            for key in ("right", "down", "l", "enter", "space", "slash", "t"):
+                await pilot.press(key)
+            await pilot.pause(0.05)
+            assert app.screen is fleet and open_sheet(fleet) is sheet and fleet.focused is sheet
+            assert sheet.scroll_y > 0  # `down` scrolled the sheet, nothing else moved
+            assert footer._shown is before
+            await pilot.press(close)
+            await until(pilot, lambda: open_sheet(fleet) is None, f"{close} closed help")
+            await until(pilot, lambda: fleet.focused is pane, "focus back on the pane")
+            assert app.is_running and app.screen is fleet and footer._shown is before
+
+
+async def test_a_click_elsewhere_closes_help(make_app) -> None:  # type: ignore[no-untyped-def]
+    """A click on a pane above the sheet focuses it, and that pane's keys work again: the sheet goes."""
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await select(pilot, "ct129", 0)
+        fleet = app.screen
+        await pilot.press("question_mark")
+        await until(pilot, lambda: open_sheet(fleet) is not None, "help open")
+        other = next(p for p in fleet.query(GpuPane) if (p.host, p.gpu) == ("ct129", 1))
+        await pilot.click(other)
+        await until(pilot, lambda: open_sheet(fleet) is None and fleet.focused is other, "closed by the click")
+
+
+async def test_closing_help_redraws_only_what_it_covered(make_app) -> None:  # type: ignore[no-untyped-def]
+    """Opening and closing the sheet are frames of the sheet's rows, not of the whole screen (a help screen's
+    Escape redrew all of the fleet: 38 KB and 22-37 ms of a busy machine's CPU at 200x60)."""
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await select(pilot, "ct129", 0)
+        await pilot.press("question_mark")  # the first `?` mounts the sheet: a layout of the whole screen, once
+        await until(pilot, lambda: open_sheet(app.screen) is not None, "help mounted")
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        frames: list[str] = []
+        shown = app._display
+
+        def display(on: object, renderable: object) -> None:
+            frames.append(type(renderable).__name__)
+            shown(on, renderable)  # type: ignore[arg-type]
+
+        app._display = display  # type: ignore[method-assign]
+        await pilot.press("question_mark")
+        await until(pilot, lambda: open_sheet(app.screen) is not None and frames, "help drawn")
+        await pilot.press("escape")
+        await until(pilot, lambda: open_sheet(app.screen) is None, "help closed")
+        await pilot.pause(0.1)
+        assert frames and "LayoutUpdate" not in frames, frames  # LayoutUpdate: Textual's whole-screen frame
 
 
 async def test_arrows_move_to_the_nearest_pane_that_way(make_app) -> None:  # type: ignore[no-untyped-def]

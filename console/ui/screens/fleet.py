@@ -24,6 +24,7 @@ from console.ui.visibility import update_row, visible_widgets
 from console.ui.widgets.activity import ActivityLog
 from console.ui.widgets.footer import ConsoleFooter
 from console.ui.widgets.gpu_pane import GpuPane
+from console.ui.widgets.help_sheet import HelpSheet
 from console.ui.widgets.host_band import HostBand
 from console.ui.widgets.router_band import RouterBand
 
@@ -107,13 +108,18 @@ class ServerKeys:
         console_app(self).request_bench(srv.name if srv else None)
 
 
-class FleetScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
-    """The first screen: host bands flowed into shelves that fill the terminal, one pane per GPU."""
+class QuietFocus:
+    """Mixed into the console's screens (before Screen)."""
 
     focused: Reactive[Widget | None] = Reactive(None, repaint=False)
     """Screen's own `focused`, minus its repaint of the whole screen on every focus move (the widgets losing
     and gaining focus, and their ancestors' focus-within, repaint themselves): an arrow key was a full
-    200x60 frame of 64 panes (benchmarks/bench_keypress.py, bench_host_growth.py)."""
+    200x60 frame of 64 panes, and `?` on the server screen (the help sheet takes the focus) a full frame of the
+    log view (benchmarks/bench_keypress.py, bench_host_growth.py)."""
+
+
+class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
+    """The first screen: host bands flowed into shelves that fill the terminal, one pane per GPU."""
 
     BINDINGS = [
         Binding("l", "launch", "Launch", id="launch", tooltip="Pick a preset for the selected GPU(s)."),
@@ -166,7 +172,7 @@ class FleetScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
         self.sync()
 
     def on_screen_resume(self) -> None:
-        # the syncs it missed under a server or help screen, after the frame that shows it again: with 64 hosts a
+        # the syncs it missed under a server screen, after the frame that shows it again: with 64 hosts a
         # full sync before that frame was ~10 ms of every Escape (the panes show the state of a second ago for one
         # frame, as they do between any two syncs)
         self.call_after_refresh(console_app(self).catch_up_screen, self)
@@ -219,7 +225,8 @@ class FleetScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
         self._sync_topbar()
         if self._activity is not None:
             self._activity.sync()
-        if (not isinstance(self.focused, (GpuPane, RouterBand))  # a focused router band keeps focus (issue 15)
+        if (not isinstance(self.focused, (GpuPane, RouterBand, HelpSheet))  # a focused router band keeps focus
+                # (issue 15), and so does the open help, which gives it back when it closes
                 or (self._auto and isinstance(self.focused, GpuPane)  # the console's pick follows the order,
                     and (self.focused.host, self.focused.gpu) == self._auto_target)):  # never a pane focused since
             self._refocus()

@@ -21,10 +21,11 @@ from console.ui import format as fmt
 from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.console_app import console_app
 from console.ui.logsearch import find_traceback
-from console.ui.screens.fleet import ServerKeys
+from console.ui.screens.fleet import QuietFocus, ServerKeys
 from console.ui.static_text import update_static
 from console.ui.textual_private import LayoutOnce, QuietFrames, draw_now
 from console.ui.views import ServerPage, server_page
+from console.ui.widgets.fast_scrollbar import CachedScrollBarRender
 from console.ui.widgets.footer import ConsoleFooter
 from console.ui.widgets.gpu_pane import colours, spans
 from console.ui.widgets.log_view import LogView
@@ -69,7 +70,7 @@ closing help; benchmarks/bench_keypress.py). The lines come in the next frame, a
 PULL_FLOOD_S anyway."""
 
 
-class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
+class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
     """Log on the left, facts on the right (below when narrow; `i` toggles them)."""
 
     BINDINGS = [
@@ -159,6 +160,9 @@ class ServerScreen(ServerKeys, LayoutOnce, QuietFrames, Screen):
         self._pull_pending = False
         self._pull_deferred = False
         self._backstop = self.set_interval(0.25, self._pull)  # new lines normally arrive through pull_soon
+        side = self.query_one("#side", VerticalScroll)
+        for bar in (side.vertical_scrollbar, side.horizontal_scrollbar):  # drawn again with every frame that
+            bar.renderer = CachedScrollBarRender  # type: ignore[misc]  # touches the panel's rows (the help sheet's)
         self.on_resize()
         self.sync()
         self.query_one(LogView).focus()

@@ -8,6 +8,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from console.ui.textual_private import set_footer_key_enabled
+from console.ui.widgets.help_sheet import open_sheet
 
 Sig = tuple[tuple[str, str, str, bool, bool, str], ...]
 """Each active binding as the footer shows it: key, action, description, shown, enabled, tooltip."""
@@ -24,6 +25,8 @@ class ConsoleFooter(Footer):
     _shown: Sig | None = None
 
     def bindings_changed(self, screen: Screen) -> None:
+        if open_sheet(screen) is not None:
+            return  # the help sheet covers the footer and has the focus: its keys are not the footer's to show
         sig = _signature(screen)
         if sig is not None and sig == self._shown:
             return

@@ -20,6 +20,7 @@ from console.ui import format as fmt
 from console.ui.logsearch import filter_rows, level_of
 from console.ui.textual_private import set_virtual_size
 from console.ui.widgets.fast_scrollbar import CachedScrollBarRender
+from console.ui.widgets.help_sheet import rows_uncovered
 
 GUTTER = 7
 """Line number (6) and the cursor mark."""
@@ -354,7 +355,12 @@ class LogView(ScrollView, can_focus=True):
         try:
             if not self._bare():
                 return super().render_lines(crop)
-            strips = [self.render_line(y) for y in crop.line_range]
+            shown = rows_uncovered(self)
+            if shown is None:
+                strips = [self.render_line(y) for y in crop.line_range]
+            else:  # rows under the help sheet: never seen, so not drawn (they are when it closes)
+                blank = Strip.blank(self._frame[2], self._frame[0])
+                strips = [self.render_line(y) if y < shown else blank for y in crop.line_range]
             filters = self.get_line_filters()
             if filters:
                 background = self.background_colors[1]
@@ -366,6 +372,17 @@ class LogView(ScrollView, can_focus=True):
             return strips
         finally:
             self._frame = None
+
+    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False) -> LogView:
+        """A whole repaint (each pull) covers only the rows above an open help sheet: see `rows_uncovered`."""
+        if not regions and repaint and not layout and not recompose:
+            shown = rows_uncovered(self)
+            if shown == 0:
+                return self  # wholly under the sheet
+            if shown is not None:
+                regions = (Region(0, 0, self.size.width, shown),)
+        super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+        return self
 
     def _bare(self) -> bool:
         st = self.styles

@@ -1,16 +1,11 @@
-"""HelpScreen (`?`): the keys of the screen below grouped by purpose, with keymap ids, so a `[keymap]` table is easy
-to write. Textual's own plumbing (focus cycling, copy-text, the palette's binding) is left out."""
+"""What `?` lists (console/ui/widgets/help_sheet.py): a screen's keys grouped by purpose, with keymap ids, so a
+`[keymap]` table is easy to write, packed into as many columns as the terminal's width holds. Textual's own plumbing
+(focus cycling, copy-text, the palette's binding) is left out. Pure: the rows come from a screen's bindings."""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Static
-
-from console.ui.textual_private import LayoutOnce, QuietFrames
+from textual.screen import Screen
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Select", ("left", "right", "up", "down", "mark", "fleet-filter")),
@@ -66,61 +61,67 @@ def title_of(screen: Screen) -> str:
     return f"Keys: {SCREEN_TITLES.get(name, name)}"
 
 
-def key_table(rows: list[tuple[str, str, str, bool]]) -> Content:
+Row = tuple[str, str, str, bool]
+"""(keys, what it does, keymap id, enabled now)."""
+HEADING = "keymap id"
+COLUMN_GAP = 4
+
+
+def key_table(rows: list[Row], width: int = 0) -> Content:
     """Aligned columns (key, keymap id, what it does) under a heading per group, as plain Content (a Rich Table
-    took ~50 ms to draw)."""
+    took ~50 ms to draw). Groups stay whole and go side by side in as many columns as `width` cells hold (one
+    if 0), each as wide as its widest line, so a wide terminal shows every key in few rows."""
     kw = max([3, *(len(k) for k, _, _, _ in rows)])
-    iw = max([9, *(len(i) for _, _, i, _ in rows)])
-    lines = [Content.styled(f"{'key'.ljust(kw)}  {'keymap id'.ljust(iw)}  what it does", "dim")]
+    iw = max([len(HEADING), *(len(i) for _, _, i, _ in rows)])
+    head = Content.styled(f"{'key'.ljust(kw)}  {HEADING.ljust(iw)}  what it does", "dim")
+    blocks: list[list[Content]] = []
     for title, members in grouped(rows):
-        lines.append(Content.styled(title, "bold underline"))
+        block = [Content.styled(title, "bold underline")]
         for keys, desc, ident, enabled in members:
-            lines.append(Content.assemble((keys.ljust(kw), "bold"), "  ", (ident.ljust(iw), "dim"), "  ",
+            block.append(Content.assemble((keys.ljust(kw), "bold"), "  ", (ident.ljust(iw), "dim"), "  ",
                                           (desc, "" if enabled else "dim")))
+        blocks.append(block)
+    columns = pack(blocks, 1) if not width else _fitting(blocks, width, head.cell_length)
+    widths = [max([head.cell_length, *(line.cell_length for line in col)]) for col in columns]
+    lines: list[Content] = []
+    for y in range(max((len(c) for c in columns), default=0) + 1):
+        line = Content("")
+        for x, col in enumerate(columns):
+            part = head if y == 0 else (col[y - 1] if y - 1 < len(col) else Content(""))
+            last = x == len(columns) - 1
+            line += part if last else part + " " * (widths[x] + COLUMN_GAP - part.cell_length)
+        lines.append(line)
     return Content("\n").join(lines)
 
 
-class HelpScreen(LayoutOnce, QuietFrames, ModalScreen[None]):
-    """Keys for the current screen; the command palette (ctrl+p) has the rest as `group: verb`.
+def _fitting(blocks: list[list[Content]], width: int, least: int) -> list[list[Content]]:
+    """The most columns (each as wide as its widest line) that fit `width`, and so the fewest rows."""
+    for n in range(len(blocks), 1, -1):
+        columns = pack(blocks, n)
+        widths = [max([least, *(line.cell_length for line in col)]) for col in columns]
+        if sum(widths) + COLUMN_GAP * (len(columns) - 1) <= width:
+            return columns
+    return pack(blocks, 1)
 
-    Opaque on purpose: a translucent modal makes Textual re-render the whole screen below through Rich
-    for every frame of the dialog (~100 ms at 200×60 with 64 GPU panes; benchmarks/bench_keypress.py).
-    """
 
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", id="help-close")]
-    DEFAULT_CSS = """
-    HelpScreen { background: $background; }
-    HelpScreen .dialog { max-width: 100; }
-    HelpScreen .help-foot { height: auto; color: $text-muted; margin-top: 1; }
-    """
-
-    def __init__(self, under: Screen) -> None:
-        super().__init__()
-        self.under = under
-        self._rows = binding_rows(under)
-        self._title = title_of(under)
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(classes="dialog"):
-            yield Static(self._title, classes="dialog-title", markup=False, id="help-title")
-            yield Static(key_table(self._rows), markup=False, id="help-keys")
-            yield Static("ctrl+p: command palette (server: relaunch, host: reconnect, …)\n"
-                         "remap any id in hosts.toml [keymap], e.g. launch = \"ctrl+l\"", classes="help-foot",
-                         markup=False)
-
-    def show_for(self, under: Screen) -> None:
-        """Reopened (the app keeps one, so an open is a resume, not a compose and a style pass: the first `?` on a
-        server screen cost 70-80 ms of a busy machine's CPU that way): the title and keys of this screen below,
-        each redrawn only when it differs (another kind of screen; a server's keys dim on a free GPU)."""
-        self.under = under
-        title = title_of(under)
-        if title != self._title:
-            self._title = title
-            self.query_one("#help-title", Static).update(title)
-        rows = binding_rows(under)
-        if rows != self._rows:
-            self._rows = rows
-            self.query_one("#help-keys", Static).update(key_table(rows))
-
-    async def action_dismiss(self, result: None = None) -> None:
-        self.dismiss(None)
+def pack(blocks: list[list[Content]], n: int) -> list[list[Content]]:
+    """Blocks in order into at most `n` columns, none taller than needed: the shortest height (from the tallest
+    block up) at which the blocks fit n columns in order, a blank line between two blocks of one column."""
+    if not blocks:
+        return [[]]
+    height = max(len(b) for b in blocks)
+    while True:
+        columns: list[list[Content]] = [[]]
+        for b in blocks:
+            col = columns[-1]
+            need = len(b) + (1 if col else 0)
+            if col and len(col) + need > height:
+                columns.append([])
+                col = columns[-1]
+                need = len(b)
+            if col:
+                col.append(Content(""))
+            col.extend(b)
+        if len(columns) <= n:
+            return columns
+        height += 1
