@@ -371,6 +371,49 @@ async def test_log_follows_under_help_a_reopen_pulls_first(make_app) -> None:  #
         assert first[1].endswith("came while on the fleet"), frames
 
 
+async def test_log_under_help_repaints_only_the_rows_in_view(make_app) -> None:  # type: ignore[no-untyped-def]
+    """With the sheet open, a pull repaints the log rows above it only (the sheet, the footer and the rows under it
+    are not drawn again for every pull of a flood); closing the sheet shows the rows it covered as they are now."""
+    from textual.geometry import Region
+
+    from console.ui.widgets.help_sheet import rows_uncovered
+
+    api = FakeApi()
+    app = make_app(api)
+    async with app.run_test(size=(200, 60)) as pilot:  # wide: the keys in two columns, a sheet of 23 rows
+        app.open_server(SERVING)
+        view = await server_log(pilot)
+        assert rows_uncovered(view) is None
+        await pilot.press("question_mark")
+        await until(pilot, lambda: open_sheet(app.screen) is not None, "help open")
+        sheet = open_sheet(app.screen)
+        assert sheet is not None
+        shown = rows_uncovered(view)
+        assert shown == sheet.region.y - view.content_region.y and 0 < shown < view.size.height
+        dirty: list[tuple[Region, ...]] = []
+        set_dirty = view._set_dirty
+
+        def spy(*regions: Region) -> None:
+            dirty.append(regions)
+            set_dirty(*regions)
+
+        view._set_dirty = spy  # type: ignore[method-assign]
+        log = api.state.servers[SERVING].log
+        log.add("[2026-12-01 14:10:00] came while help was up")
+        await until(pilot, lambda: view.lines[-1].endswith("came while help was up") and dirty, "pulled")
+        assert all(regions and all(r.bottom <= shown for r in regions) for regions in dirty), dirty
+        top = view.content_region.y
+        above = [strip.text for strip in app.screen._compositor.render_strips()][top:top + shown]
+        assert sum("[2026-12-01" in row for row in above) >= shown - 1, above  # the rows in view are drawn
+        view._set_dirty = set_dirty  # type: ignore[method-assign]
+        await pilot.press("escape")
+        await until(pilot, lambda: open_sheet(app.screen) is None, "help closed")
+        await pilot.pause(0.1)
+        rows = [strip.text for strip in app.screen._compositor.render_strips()]
+        bottom = view.content_region.bottom - 1 - view.scrollbar_size_horizontal
+        assert any("came while help was up" in rows[y] for y in range(shown, bottom + 1)), rows[shown:bottom + 1]
+
+
 async def test_log_firehose_batches(make_app) -> None:  # type: ignore[no-untyped-def]
     """20k lines arrive between two ticks: one pull, no worker per line, view stays at the tail."""
     from tests.ui.fakes import ScriptedLog
