@@ -414,6 +414,21 @@ async def test_log_under_help_repaints_only_the_rows_in_view(make_app) -> None: 
         assert any("came while help was up" in rows[y] for y in range(shown, bottom + 1)), rows[shown:bottom + 1]
 
 
+async def test_a_pull_during_teardown_is_a_no_op(make_app) -> None:  # type: ignore[no-untyped-def]
+    """A FleetChanged that comes while the server screen's children are being removed (the app's exit) asks for a
+    pull that finds no log view: nothing happens, where NoMatches ended the app with a traceback."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_server(SERVING)
+        view = await server_log(pilot)
+        screen = app.screen
+        await view.remove()
+        screen._last_pull = 0.0  # type: ignore[attr-defined]  # due now
+        screen.pull_soon()  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert app.is_running and app.return_code is None
+
+
 async def test_log_firehose_batches(make_app) -> None:  # type: ignore[no-untyped-def]
     """20k lines arrive between two ticks: one pull, no worker per line, view stays at the tail."""
     from tests.ui.fakes import ScriptedLog

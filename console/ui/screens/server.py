@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.events import Key
 from textual.screen import Screen
 from textual.widgets import Input, Static
@@ -206,7 +207,10 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
             return
         self._last_pull = time.monotonic()
         self._pull_pending = False
-        view = self.query_one(LogView)
+        try:
+            view = self.query_one(LogView)
+        except NoMatches:  # the screen is being torn down (the app's exit): a FleetChanged still came
+            return
         view.pull()
         self.pull_spacing = PULL_FLOOD_S if view.pulled > max(8, view.view_size.height // 2) else PULL_MIN_S
         self._sync_bar()
