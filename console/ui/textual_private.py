@@ -18,7 +18,9 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
    enabled state in place instead of letting Textual's Footer remount every key on each focus move
    (console/ui/widgets/footer.py); the `-disabled` class, public, is what the key looks like.
 5. `Widget._check_refresh`, `Screen._refresh_layout`, `App._batch_count`: a key that shows or hides a panel
-   gets its frame at once instead of after four event-loop turns (`draw_now`).
+   gets its frame at once instead of after four event-loop turns (`draw_now`); `Screen._refresh_layout`'s scroll
+   path, `Screen._layout_widgets` and `Compositor._visible_map` / `_full_map`: the help sheet, on a layer of its
+   own, is laid out with only what is on screen (`overlay_change`).
 6. `Screen._refresh_layout`, `Screen._compositor_refresh` (Textual's layout-and-frame and frame steps):
    `QuietFrames` runs them with the garbage collector paused (console/ui/gcpolicy.py).
 7. `Widget._set_dirty` (every repaint of a widget goes through it): `StillStrips` gives a frame the strips a
@@ -46,7 +48,8 @@ import os
 import selectors
 import sys
 from codecs import getincrementaldecoder
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.segment import Segment
@@ -213,6 +216,39 @@ def draw_now(widget: Widget) -> None:
         pass
 
 
+@contextmanager
+def overlay_change(widget: Widget) -> Iterator[None]:
+    """Shows or hides (inside the `with`) a widget alone on a layer of its own (the help sheet), whose showing or
+    hiding moves nothing else, then lays out only what is on screen and draws it at once, as `draw_now` does.
+
+    Textual's fast path for a scroll (`Compositor.reflow_visible`) is used, not a whole layout: with 64 hosts the
+    fleet screen has ~780 widgets, and a whole layout for each `?` and Escape was 25-37 ms in process where a help
+    screen of its own took 9-12 (benchmarks/bench_host_growth.py). The whole map is rebuilt when something asks
+    for an off-screen widget, as after a scroll. The fast path compares with what was on screen before; after a
+    whole layout that is not kept, so it is taken here, before the change (the whole map numbers widgets apart,
+    and every one would count as changed). The `Layout` message the change posts is then spent (`LayoutOnce`).
+    If another layout is pending the whole one runs; if Textual moved, the change is drawn its own way.
+    """
+    try:
+        screen = widget.screen
+        compositor = screen._compositor
+        if compositor._visible_map is None and compositor.size:
+            compositor._visible_map, _ = compositor._arrange_root(screen, compositor.size, visible_only=True)
+    except (AttributeError, TypeError):
+        pass
+    yield
+    try:
+        widget._check_refresh()
+        screen = widget.screen
+        if screen.is_current and not widget.app._batch_count:
+            began = _time.get_time()
+            screen._refresh_layout(scroll=True)
+            if isinstance(screen, LayoutOnce) and not screen._layout_widgets:
+                screen._overlay_laid_out = (widget, began)
+    except (AttributeError, TypeError):  # Textual moved: its own path still draws the change
+        pass
+
+
 # -- 6. frames without a collection in them --------------------------------------------------------------
 class QuietFrames:
     """Mixed into the console's big screens (before Screen): their layouts and frames run with the garbage
@@ -295,6 +331,8 @@ class LayoutOnce:
 
     _laid_out_at = float("-inf")
     _layout_asked_at = float("-inf")
+    _overlay_laid_out: tuple[Widget, float] | None = None
+    """The overlay `overlay_change` last placed, and when that began: its own earlier `Layout` asks are served."""
 
     def _refresh_layout(self, size: Size | None = None, scroll: bool = False) -> None:
         screen: Screen = self  # type: ignore[assignment]
@@ -307,7 +345,8 @@ class LayoutOnce:
                 screen._layout_required = False  # asked of the screen before this layout, which served it
 
     async def _on_layout(self, message: messages.Layout) -> None:
-        if message.time < self._laid_out_at:
+        overlay = self._overlay_laid_out
+        if message.time < self._laid_out_at or (overlay and message.widget is overlay[0] and message.time < overlay[1]):
             message.stop()
             message.prevent_default()
             return

@@ -275,6 +275,21 @@ async def test_palette_commands_follow_selection(make_app) -> None:  # type: ign
         assert "server: stop" not in titles and "host: launch" in titles
 
 
+async def test_palette_help_opens_the_sheet(make_app) -> None:  # type: ignore[no-untyped-def]
+    """`view: help` from the command palette (ctrl+p, which passes even an open sheet) shows the help sheet on the
+    screen below the palette, once the palette is gone."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, "ct129", 0)
+        fleet = app.screen
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: app.screen is not fleet, "the palette")
+        await pilot.press(*"view: help")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen is fleet and open_sheet(fleet) is not None, "help from the palette")
+
+
 async def test_log_search_filter_follow_save(make_app, tmp_path) -> None:  # type: ignore[no-untyped-def]
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:

@@ -276,6 +276,65 @@ async def test_draw_now_lays_out_and_draws_before_any_message_runs() -> None:
         assert log.size.width == 60  # the queued messages agree with the frame already drawn
 
 
+async def test_overlay_change_lays_out_only_what_is_on_screen() -> None:
+    """5. the scroll path of `Screen._refresh_layout`, `Screen._layout_widgets`, `Compositor._visible_map` and
+    `_full_map`: an overlay on a layer of its own is placed and drawn at once, from a layout of what is on screen
+    only (the whole screen is not arranged again), its frame draws only its rows, and the `Layout` message its
+    refresh posted is spent (no whole layout after it)."""
+    from textual.containers import VerticalScroll
+    from textual.screen import Screen
+
+    from console.ui.textual_private import LayoutOnce
+
+    class Tall(LayoutOnce, Screen[None]):
+        CSS = "Tall { layers: default top; } #sheet { layer: top; dock: bottom; height: 3; display: none; }"
+
+        def compose(self) -> ComposeResult:
+            yield Static("sheet", id="sheet")  # first: a last child shown renumbers all of them (HelpSheet's mount)
+            with VerticalScroll():
+                for i in range(60):
+                    yield Static(f"row {i}")
+
+    class Host(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(Tall())
+
+    app = Host()
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        sheet = screen.query_one("#sheet", Static)
+        compositor = screen._compositor
+        whole: list[int] = []
+        reflow = compositor.reflow
+
+        def counted(*args, **kw):  # type: ignore[no-untyped-def]
+            whole.append(1)
+            return reflow(*args, **kw)
+
+        compositor.reflow = counted  # type: ignore[method-assign]
+        dirty: list[object] = []
+        render_update = compositor.render_update
+
+        def spy(*args, **kw):  # type: ignore[no-untyped-def]
+            dirty.extend(compositor._dirty_regions)
+            return render_update(*args, **kw)
+
+        compositor.render_update = spy  # type: ignore[method-assign]
+        with tp.overlay_change(sheet):
+            sheet.display = True
+        assert sheet.region.height == 3 and sheet.region.bottom == 12 and sheet in tp.visible_widgets(sheet)
+        assert dirty and all(sheet.region.contains_region(r) for r in dirty), dirty  # type: ignore[attr-defined]
+        await pilot.pause()
+        await pilot.pause()
+        assert whole == []  # neither the draw nor the Layout message queued before it arranged the whole screen
+        with tp.overlay_change(sheet):
+            sheet.display = False
+        await pilot.pause()
+        assert sheet not in tp.visible_widgets(sheet) and whole == []
+        assert str(app.screen._compositor.render_strips()[-1].text).startswith("row ")  # the rows are back
+
+
 async def test_quiet_frames_pause_the_collector_only_while_a_frame_is_drawn() -> None:
     """6. `Screen._refresh_layout`, `Screen._compositor_refresh`: a QuietFrames screen draws with the garbage
     collector off and turns it back on after the frame (a collector someone else turned off stays off)."""

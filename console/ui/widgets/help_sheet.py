@@ -18,7 +18,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from console.ui.help_keys import Row, binding_rows, key_table, title_of
-from console.ui.textual_private import StillStrips, draw_now
+from console.ui.textual_private import StillStrips, overlay_change
 
 SHEET_ID = "help-sheet"
 FOOT = ("esc, q or ? closes · ↑↓ scroll · ctrl+p: command palette (server: relaunch, host: reconnect, …) · "
@@ -71,19 +71,20 @@ class HelpSheet(StillStrips, VerticalScroll):
         self.border_title = title_of(screen)
         self._fill(binding_rows(screen), self.app.size.width)
         self._back = screen.focused
-        self.display = True
-        self.scroll_home(animate=False, immediate=True)
-        screen.set_focus(self, scroll_visible=False)  # now, not a turn later: the pane's and the sheet's focus
-        draw_now(self)  # styles are drawn in the same frame as the sheet
+        with overlay_change(self):
+            self.display = True
+            self.scroll_home(animate=False, immediate=True)
+            screen.set_focus(self, scroll_visible=False)  # now, not a turn later: the pane's and the sheet's focus
+            # styles are drawn in the same frame as the sheet
 
     def close(self, give_back: bool = True) -> None:
         if not self.display:
             return
-        self.display = False
         back, self._back = self._back, None
-        if give_back and back is not None and back.is_attached and back.screen is self.screen:
-            self.screen.set_focus(back, scroll_visible=False)
-        draw_now(self)
+        with overlay_change(self):
+            self.display = False
+            if give_back and back is not None and back.is_attached and back.screen is self.screen:
+                self.screen.set_focus(back, scroll_visible=False)
 
     def action_close(self) -> None:
         self.close()
