@@ -207,13 +207,22 @@ def draw_now(widget: Widget) -> None:
     caches) and the screen's layout and frame now; the messages still queued then find nothing to do.
     If Textual's internals moved, it does nothing and the frame comes the usual way.
     """
+    _lay_out_now(widget, on_screen_only=False)
+
+
+def _lay_out_now(widget: Widget, on_screen_only: bool) -> float | None:
+    """The pending refresh of `widget`, then its screen's layout and frame now (of what is on screen only: Textual's
+    scroll path); when that layout began, or None if it did not run here (not on top, a batch, Textual moved)."""
     try:
         widget._check_refresh()
         screen = widget.screen
         if screen.is_current and not widget.app._batch_count:
-            screen._refresh_layout()
+            began = _time.get_time()
+            screen._refresh_layout(scroll=on_screen_only)
+            return began
     except (AttributeError, TypeError):  # Textual moved: its own path still draws the change
         pass
+    return None
 
 
 @contextmanager
@@ -237,16 +246,10 @@ def overlay_change(widget: Widget) -> Iterator[None]:
     except (AttributeError, TypeError):
         pass
     yield
-    try:
-        widget._check_refresh()
-        screen = widget.screen
-        if screen.is_current and not widget.app._batch_count:
-            began = _time.get_time()
-            screen._refresh_layout(scroll=True)
-            if isinstance(screen, LayoutOnce) and not screen._layout_widgets:
-                screen._overlay_laid_out = (widget, began)
-    except (AttributeError, TypeError):  # Textual moved: its own path still draws the change
-        pass
+    began = _lay_out_now(widget, on_screen_only=True)
+    screen = widget.screen
+    if began is not None and isinstance(screen, LayoutOnce) and not getattr(screen, "_layout_widgets", True):
+        screen._overlay_laid_out = (widget, began)
 
 
 # -- 6. frames without a collection in them --------------------------------------------------------------

@@ -26,7 +26,7 @@ from console.ui.screens.fleet import QuietFocus, ServerKeys
 from console.ui.static_text import update_static
 from console.ui.textual_private import LayoutOnce, QuietFrames, draw_now
 from console.ui.views import ServerPage, server_page
-from console.ui.widgets.fast_scrollbar import CachedScrollBarRender
+from console.ui.widgets.fast_scrollbar import use_cached_bars
 from console.ui.widgets.footer import ConsoleFooter
 from console.ui.widgets.gpu_pane import colours, spans
 from console.ui.widgets.log_view import LogView
@@ -161,9 +161,8 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         self._pull_pending = False
         self._pull_deferred = False
         self._backstop = self.set_interval(0.25, self._pull)  # new lines normally arrive through pull_soon
-        side = self.query_one("#side", VerticalScroll)
-        for bar in (side.vertical_scrollbar, side.horizontal_scrollbar):  # drawn again with every frame that
-            bar.renderer = CachedScrollBarRender  # type: ignore[misc]  # touches the panel's rows (the help sheet's)
+        use_cached_bars(self.query_one("#side", VerticalScroll))  # drawn again with every frame that touches the
+        # panel's rows (the help sheet's)
         self.on_resize()
         self.sync()
         self.query_one(LogView).focus()

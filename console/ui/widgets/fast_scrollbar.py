@@ -20,6 +20,7 @@ from textual.scrollbar import ScrollBarRender
 from textual.strip import Strip
 from textual.style import Style
 from textual.visual import RenderOptions, Visual
+from textual.widget import Widget
 
 
 @lru_cache(maxsize=64)
@@ -51,3 +52,9 @@ class CachedScrollBarRender(ScrollBarRender, Visual):
 
     def get_height(self, rules: RulesMap, width: int) -> int:
         return 1
+
+
+def use_cached_bars(widget: Widget) -> None:
+    """Both of a scrolling widget's scrollbars drawn through `CachedScrollBarRender`."""
+    for bar in (widget.vertical_scrollbar, widget.horizontal_scrollbar):
+        bar.renderer = CachedScrollBarRender  # type: ignore[misc]  # per instance, as ScrollBar's docs show

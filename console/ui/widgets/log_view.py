@@ -19,7 +19,7 @@ from textual.strip import Strip
 from console.ui import format as fmt
 from console.ui.logsearch import filter_rows, level_of
 from console.ui.textual_private import set_virtual_size
-from console.ui.widgets.fast_scrollbar import CachedScrollBarRender
+from console.ui.widgets.fast_scrollbar import use_cached_bars
 from console.ui.widgets.help_sheet import rows_uncovered
 
 GUTTER = 7
@@ -251,8 +251,7 @@ class LogView(ScrollView, can_focus=True):
             self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def on_mount(self) -> None:
-        for bar in (self.vertical_scrollbar, self.horizontal_scrollbar):
-            bar.renderer = CachedScrollBarRender  # type: ignore[misc]  # per instance, as ScrollBar's docs show
+        use_cached_bars(self)
         # shown from the first layout on (overflow: scroll), so that layout does not ask for a second one
         self.vertical_scrollbar.display = True
         self.horizontal_scrollbar.display = not self.wrap
