@@ -64,14 +64,20 @@ def server_rows(rows, rx):
     """The rows of every process in a server session."""
     keep = server_sessions(rows, rx)
     return [r for r in rows if r[2] in keep]
+def twin_of_parent(rows, row):
+    """A process with the command line of its parent: mostly a fork that has not run exec yet (`nohup python -m
+    sglang...` is a copy of the shell for a moment), so what it will run is still unknown."""
+    parent = rows.get(row[1])
+    return parent is not None and parent[3] == row[3]
 class ProcScan:
     """The SGLang sessions of this host each second, reading /proc only where it can have changed.
 
     A full read of every process each second was the whole cost of this loop (about 10 ms a second with 450
     processes). Read each time: new pids, every process that matches the pattern or shares a session with one,
-    and everything every `full_every` seconds. Other processes keep the row last read, which can only be stale
-    for one that execs into a server without a new pid and without having matched before (a wrapper script
-    that execs python), or for a reused pid: seen at the next full read."""
+    and everything every `full_every` seconds. A process that is still a copy of its parent (forked, exec not
+    yet run) is read again each time too. Other processes keep the row last read, which can only be stale for one
+    that execs into a server without a new pid and without having matched before (a wrapper script that execs
+    python), or for a reused pid: seen at the next full read."""
     def __init__(self, rx, full_every):
         self.rx = rx; self.full_every = full_every; self.rows = {}; self.hot = set(); self.full_at = 0.0
     def scan(self, now):
@@ -99,7 +105,7 @@ class ProcScan:
                 rows[pid] = row
         keep = server_sessions(rows.values(), self.rx)
         self.rows = rows
-        self.hot = {pid for pid, r in rows.items() if r[2] in keep}
+        self.hot = {pid for pid, r in rows.items() if r[2] in keep or twin_of_parent(rows, r)}
         return [rows[p] for p in sorted(rows) if rows[p][2] in keep]
 def procs_mode(interval, apps_every, apps_cmd, pattern, fast_every, full_every):
     scan = ProcScan(re.compile(pattern), full_every)

@@ -190,6 +190,17 @@ subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", sys.argv[
 time.sleep(60)
 """
 
+# a session leader that forks and holds the fork before its exec (the moment every new process has): the agents
+# read the fork while it is a copy of its parent, then it execs into a matching command line under the same pid
+FORKS = """
+import os, sys, time
+if os.fork() == 0:
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.01)
+    os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(60)", sys.argv[2] + "-" + sys.argv[3]])
+time.sleep(60)
+"""
+
 
 def _ends(r: Reader) -> int:
     return r.data().count(b"==> end\n")
@@ -241,3 +252,38 @@ def test_process_loop_rereads_only_what_can_have_changed(tmp_path: Path) -> None
             p.kill()
             p.wait()
         subprocess.run(["pkill", "-9", "-f", marker], capture_output=True)
+
+
+def test_process_loop_reads_a_fork_again_until_it_execs(tmp_path: Path) -> None:
+    """A new process is a copy of its parent until it execs. Read in that moment, it was kept as not matching
+    until the next full read (here: never), so a launch could stay unseen; CI hit it once with the leader's child
+    above. The fork is read each round while it is a copy, so its exec shows at once."""
+    marker = f"dfc-fork-test-{time.monotonic_ns()}"
+    pattern = marker.replace("-test-", "[-]test-")
+    go = tmp_path / "go"
+    slow = Reader(agent_procs_command(sys.executable, interval_s=0.02, apps_every_s=3600, apps_command="true",
+                                      pattern=pattern, full_every_s=3600))
+    halves = marker.split("-test-")
+    halves[1] = "test-" + halves[1]
+    leader = subprocess.Popen([sys.executable, "-c", FORKS, str(go), *halves], start_new_session=True)
+    try:
+        n = _ends(slow)
+        slow.wait_for(lambda: _ends(slow) >= n + 5)
+        forks = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == leader.pid]
+        assert len(forks) == 1  # held before its exec, read by the agent as a copy of the leader
+        go.write_text("")
+        slow.wait_for(lambda: f"\n{forks[0].name} ".encode() in _last_rows(slow)
+                      and marker.encode() in _last_rows(slow))
+    finally:
+        slow.stop()
+        leader.kill()
+        leader.wait()
+        subprocess.run(["pkill", "-9", "-f", marker], capture_output=True)
+
+
+def _ppid(proc: Path) -> int:
+    try:
+        stat = (proc / "stat").read_text()
+    except OSError:
+        return -1
+    return int(stat[stat.rfind(")") + 2:].split()[1])
