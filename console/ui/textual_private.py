@@ -295,6 +295,18 @@ class StillStrips:
         self._still = (key, strips)
         return strips
 
+    @contextmanager
+    def strips_kept(self) -> Iterator[None]:
+        """Its own `display` set inside keeps the memo: a widget hidden and shown again at the same size,
+        with nothing marked dirty meanwhile, draws what it drew (Textual's display setter marks the whole
+        widget dirty, so the server screen's side panel drew its 56 blank rows again on every `i`). Anything
+        that changes it while hidden (a theme, a resize) still drops the memo."""
+        still = self._still
+        try:
+            yield
+        finally:
+            self._still = still
+
 
 # -- 8. a virtual size without a layout ------------------------------------------------------------------
 def set_virtual_size(widget: Widget, size: Size) -> None:

@@ -428,6 +428,56 @@ async def test_still_strips_are_given_again_only_while_nothing_marked_the_widget
                    for seg in after[1]), "the -hot background is drawn"
 
 
+async def test_strips_kept_through_a_display_toggle_and_dropped_by_a_change_while_hidden() -> None:
+    """7. `strips_kept`: hidden and shown again inside it, the widget gives the strips it gave (Textual's display
+    setter marked it dirty); a change while it is hidden (a class here, a theme alike) still drops them, and what
+    it then gives is what Textual renders, as when the toggle takes its focus away."""
+    from textual.geometry import Region
+
+    app = _Board()
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        focused = app.query_one("#a", _Still)
+        assert app.focused is focused
+        crop = Region(0, 0, focused.outer_size.width, focused.outer_size.height)
+        first = focused.render_lines(crop)
+        for shown in (False, True):
+            with focused.strips_kept():
+                focused.display = shown
+            await pilot.pause()
+        assert app.focused is not focused and focused.render_lines(crop) != first  # its focus border is gone
+
+        app.set_focus(None)  # (#b took the focus #a lost)
+        await pilot.pause()
+        a = app.query_one("#b", _Still)
+        crop = Region(0, 0, a.outer_size.width, a.outer_size.height)
+        first = a.render_lines(crop)
+        for shown in (False, True):
+            with a.strips_kept():
+                a.display = shown
+            await pilot.pause()
+        assert a.render_lines(crop) is first
+
+        a.display = False  # without it: drawn again
+        a.display = True
+        await pilot.pause()
+        again = a.render_lines(crop)
+        assert again is not first and again == first
+
+        with a.strips_kept():
+            a.display = False
+        a.add_class("-hot")
+        with a.strips_kept():
+            a.display = True
+        await pilot.pause()
+        hot = a.render_lines(crop)
+        assert hot is not again
+        a._still = None
+        a._styles_cache.clear()
+        assert hot == a.render_lines(crop)
+        assert any(seg.style and seg.style.bgcolor and seg.style.bgcolor.triplet == (255, 0, 0) for seg in hot[1])
+
+
 class _Lines(App[None]):
     def compose(self) -> ComposeResult:
         from textual.scroll_view import ScrollView
