@@ -24,7 +24,9 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
 6. `Screen._refresh_layout`, `Screen._compositor_refresh` (Textual's layout-and-frame and frame steps):
    `QuietFrames` runs them with the garbage collector paused (console/ui/gcpolicy.py).
 7. `Widget._set_dirty` (every repaint of a widget goes through it): `StillStrips` gives a frame the strips a
-   widget gave the last one while nothing has marked it dirty since.
+   widget gave the last one while nothing has marked it dirty since. For a hidden one it clears
+   `Widget._styles_cache`, `_dirty_regions` and `_repaint_regions` itself: Textual's own asks the compositor for
+   a widget it cannot find, which builds the map of every widget again.
 8. `Widget._scroll_update` (a scrolling widget's scrollbars from its virtual size): `set_virtual_size` grows a
    log view without re-arranging the whole screen.
 9. `Screen._on_layout`, `Screen._screen_resized`, `Screen._compositor` (`size`, `widgets`),
@@ -283,6 +285,17 @@ class StillStrips:
 
     def _set_dirty(self, *regions: Region) -> None:
         self._still = None
+        if not regions and _not_on_screen(self):  # type: ignore[arg-type]
+            # nothing of it is on screen to mark; Textual would ask its size, and a widget missing from the map
+            # made the compositor build the map of the whole screen again to look for it: 14 ms with 64 hosts, on
+            # every `?` and Escape, for the help sheet shown or hidden (benchmarks/bench_host_growth.py). A later
+            # layout that places it marks its region as changed, and it is drawn afresh from the cleared cache.
+            widget: Widget = self  # type: ignore[assignment]
+            widget._styles_cache.clear()
+            widget._repaint_regions.clear()
+            widget._dirty_regions.clear()
+            widget._dirty_regions.add(Region())  # as Textual's for a widget of no size: the content is rendered anew
+            return
         super()._set_dirty(*regions)  # type: ignore[misc]
 
     def render_lines(self, crop: Region) -> list[Strip]:
@@ -306,6 +319,24 @@ class StillStrips:
             yield
         finally:
             self._still = still
+
+
+def _not_on_screen(widget: Widget) -> bool:
+    """Known, without building a map, to be in none of what the screen's last layout put on screen: missing from the
+    map of what is on screen when there is one (`overlay_change`, a scroll), else hidden (it or a container of it
+    has `display: none`)."""
+    try:
+        visible = widget.screen._compositor._visible_map
+    except Exception:  # no screen yet, or Textual moved: Textual's own way
+        return False
+    if visible is not None:
+        return widget not in visible
+    node: object = widget
+    while isinstance(node, Widget) and not isinstance(node, Screen):
+        if not node.display:
+            return True
+        node = node.parent
+    return False
 
 
 # -- 8. a virtual size without a layout ------------------------------------------------------------------

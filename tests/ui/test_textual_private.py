@@ -335,6 +335,74 @@ async def test_overlay_change_lays_out_only_what_is_on_screen() -> None:
         assert str(app.screen._compositor.render_strips()[-1].text).startswith("row ")  # the rows are back
 
 
+async def test_a_still_widget_off_screen_is_marked_dirty_without_a_map_of_the_whole_screen() -> None:
+    """7. `Widget._set_dirty` for a StillStrips widget that is not on screen: a sheet shown and hidden as the help
+    sheet is (`overlay_change`, with the focus) never has the compositor arrange every widget to look for it
+    (Textual's own `_set_dirty` did, for the sheet's display change and its blur: 14 ms a key with 64 hosts); text
+    it takes while hidden is what it shows next, and rows scrolled away that change show their change when back."""
+    from textual.containers import VerticalScroll
+    from textual.screen import Screen
+
+    from console.ui.textual_private import LayoutOnce
+
+    class Sheet(tp.StillStrips, Static, can_focus=True):
+        pass
+
+    class Row(tp.StillStrips, Static):
+        pass
+
+    class Tall(LayoutOnce, Screen[None]):
+        CSS = "Tall { layers: default top; } Sheet { layer: top; dock: bottom; height: 3; display: none; }"
+
+        def compose(self) -> ComposeResult:
+            yield Sheet("keys one", id="sheet")
+            with VerticalScroll(id="rows"):
+                for i in range(60):
+                    yield Row(f"row {i}", id=f"r{i}")
+
+    class Host(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(Tall())
+
+    app = Host()
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        sheet = screen.query_one(Sheet)
+        rows = screen.query_one("#rows", VerticalScroll)
+        compositor = screen._compositor
+        whole: list[int] = []
+        arrange = compositor._arrange_root
+
+        def counted(root, size, visible_only=True):  # type: ignore[no-untyped-def]
+            if not visible_only:
+                whole.append(1)
+            return arrange(root, size, visible_only)
+
+        compositor._arrange_root = counted  # type: ignore[method-assign]
+        for text in ("keys two", "keys three"):
+            sheet.update(text)  # while hidden
+            with tp.overlay_change(sheet):
+                sheet.display = True
+                screen.set_focus(sheet, scroll_visible=False)
+            await pilot.pause()
+            assert screen.query_one("#r0").region.y == 0
+            assert app.screen._compositor.render_strips()[-3].text.startswith(text)
+            with tp.overlay_change(sheet):
+                sheet.display = False
+                screen.set_focus(None)
+            await pilot.pause()
+            await pilot.pause()
+        assert whole == []
+        assert app.screen._compositor.render_strips()[-1].text.startswith("row ")
+
+        screen.query_one("#r59", Row).update("row 59 changed")  # off screen (the visible map is Textual's own)
+        rows.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        await pilot.pause()
+        assert any(s.text.startswith("row 59 changed") for s in app.screen._compositor.render_strips())
+
+
 async def test_quiet_frames_pause_the_collector_only_while_a_frame_is_drawn() -> None:
     """6. `Screen._refresh_layout`, `Screen._compositor_refresh`: a QuietFrames screen draws with the garbage
     collector off and turns it back on after the frame (a collector someone else turned off stays off)."""
