@@ -316,17 +316,10 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         return super().push_screen(*args, **kwargs)
 
     async def action_help(self) -> None:
-        """The sheet over the current screen's bottom rows (mounted by the first `?` there, kept after)."""
-        from console.ui.widgets.help_sheet import HelpSheet, sheet_of
+        """The sheet over the current screen's bottom rows (console/ui/widgets/help_sheet.py)."""
+        from console.ui.widgets.help_sheet import ready_sheet
 
-        screen = self.screen
-        sheet = sheet_of(screen)
-        if sheet is None:
-            sheet = HelpSheet()
-            # first among the screen's children: Textual numbers a screen's widgets from its last child up, so
-            # that a last child shown or hidden would renumber all of them, and every one would count as
-            # changed and be drawn again
-            await screen.mount(sheet, before=0)
+        sheet = await ready_sheet(self.screen)
         if not sheet.is_open:
             sheet.open()
 

@@ -161,6 +161,7 @@ class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         self._topbar = Static("", id="topbar", markup=False)
         self._box = HostList(id="hosts")
         self._activity = ActivityLog(console_app(self).activity, id="activity")
+        yield HelpSheet()  # first: see HelpSheet
         yield self._topbar
         yield self._box
         yield self._activity

@@ -29,6 +29,7 @@ from console.ui.views import ServerPage, server_page
 from console.ui.widgets.fast_scrollbar import use_cached_bars
 from console.ui.widgets.footer import ConsoleFooter
 from console.ui.widgets.gpu_pane import colours, spans
+from console.ui.widgets.help_sheet import HelpSheet
 from console.ui.widgets.log_view import LogView
 
 
@@ -145,6 +146,7 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         return s.log.lines, s.log.line_count
 
     def compose(self) -> ComposeResult:
+        yield HelpSheet()  # first: see HelpSheet
         yield Static(id="head", markup=False)
         yield Static(id="diag", markup=False)
         with Horizontal(id="body"):  # no box around the log: 'i' would redraw its every row too

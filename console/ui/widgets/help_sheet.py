@@ -30,8 +30,11 @@ class SheetText(StillStrips, Static):
 
 
 class HelpSheet(StillStrips, VerticalScroll):
-    """Mounted on a screen by its first `?` and kept: each later `?` only fills it again where the keys changed
-    (a server's keys dim on a free GPU) and shows it. It takes the focus while open and gives it back on close;
+    """Part of the fleet and server screens from the start (`compose`: the first `?` with 64 hosts took 32 ms of
+    CPU to mount it, benchmarks/bench_host_growth.py), mounted on other screens by their first `?` (`ready_sheet`),
+    and kept: each `?` only fills it again where the keys changed (a server's keys dim on a free GPU) and shows it.
+    It is always its screen's first child: Textual numbers a screen's widgets from its last child up, so a last
+    child shown or hidden would renumber all of them, and every one would count as changed and be drawn again. It takes the focus while open and gives it back on close;
     focus taken from it (a click on a pane) closes it."""
 
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close", id="help-close")]
@@ -62,6 +65,10 @@ class HelpSheet(StillStrips, VerticalScroll):
 
     @property
     def is_open(self) -> bool:
+        return bool(self.display)
+
+    def allow_focus(self) -> bool:
+        """Only while open: hidden and first on its screen, it would take the screen's first focus."""
         return bool(self.display)
 
     def open(self) -> None:
@@ -118,6 +125,15 @@ def sheet_of(screen: Screen) -> HelpSheet | None:
     except NoMatches:
         return None
     return sheet if isinstance(sheet, HelpSheet) else None
+
+
+async def ready_sheet(screen: Screen) -> HelpSheet:
+    """The screen's sheet, mounted (hidden, first among its children) if it has none yet."""
+    sheet = sheet_of(screen)
+    if sheet is None:
+        sheet = HelpSheet()
+        await screen.mount(sheet, before=0)
+    return sheet
 
 
 def open_sheet(screen: Screen) -> HelpSheet | None:
