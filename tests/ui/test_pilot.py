@@ -738,6 +738,32 @@ async def test_the_fleet_and_server_screens_have_their_sheet_before_the_first_qu
         assert app.focused is server_sheet
 
 
+async def test_the_sheet_filled_while_hidden_is_laid_out_to_its_new_table(make_app) -> None:  # type: ignore[no-untyped-def]
+    """Its table is filled while it is hidden without a layout of its own (one was a whole-screen layout per `?`
+    with 64 hosts); shown, it is laid out to that table: narrower, more rows, and its last line still drawn."""
+    from console.ui.widgets.help_sheet import FOOT
+
+    app = make_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        await select(pilot, "ct129", 0)
+        heights = []
+        for width in (200, 120):
+            await pilot.resize_terminal(width, 60)
+            await pilot.pause()
+            await pilot.press("question_mark")
+            await until(pilot, lambda: open_sheet(app.screen) is not None, "help open", 5)
+            await pilot.pause()
+            sheet = open_sheet(app.screen)
+            assert sheet is not None
+            heights.append(sheet.outer_size.height)
+            bottom = [s.text for s in app.screen._compositor.render_strips()][-2]
+            assert FOOT[:30] in " ".join(s.text for s in app.screen._compositor.render_strips()[-4:]), bottom
+            assert sheet.max_scroll_y == 0  # all of the table in view: its height is the new table's
+            await pilot.press("escape")
+            await until(pilot, lambda: open_sheet(app.screen) is None, "help closed", 5)
+        assert heights[1] > heights[0]
+
+
 async def test_help_sheet_takes_every_key_but_its_own(make_app) -> None:  # type: ignore[no-untyped-def]
     """While the sheet is open the keys under it do nothing (no focus move, no dialog, no quit), up/down scroll
     it, Escape closes it and the pane that had the focus has it again; `q` and `?` close it too. It covers the
