@@ -276,11 +276,9 @@ async def test_draw_now_lays_out_and_draws_before_any_message_runs() -> None:
         assert log.size.width == 60  # the queued messages agree with the frame already drawn
 
 
-async def test_overlay_change_lays_out_only_what_is_on_screen() -> None:
-    """5. the scroll path of `Screen._refresh_layout`, `Screen._layout_widgets`, `Compositor._visible_map` and
-    `_full_map`: an overlay on a layer of its own is placed and drawn at once, from a layout of what is on screen
-    only (the whole screen is not arranged again), its frame draws only its rows, and the `Layout` message its
-    refresh posted is spent (no whole layout after it)."""
+def _tall_app(sheet: type[Static], row: type[Static]) -> App[None]:
+    """A screen of two layers: a hidden 3-row sheet docked on the top one, its first child (a last child shown
+    renumbers all of them: HelpSheet's mount), and 60 rows in a scrolling column under it."""
     from textual.containers import VerticalScroll
     from textual.screen import Screen
 
@@ -290,16 +288,23 @@ async def test_overlay_change_lays_out_only_what_is_on_screen() -> None:
         CSS = "Tall { layers: default top; } #sheet { layer: top; dock: bottom; height: 3; display: none; }"
 
         def compose(self) -> ComposeResult:
-            yield Static("sheet", id="sheet")  # first: a last child shown renumbers all of them (HelpSheet's mount)
-            with VerticalScroll():
+            yield sheet("sheet", id="sheet")
+            with VerticalScroll(id="rows"):
                 for i in range(60):
-                    yield Static(f"row {i}")
+                    yield row(f"row {i}", id=f"r{i}")
 
     class Host(App[None]):
         def on_mount(self) -> None:
             self.push_screen(Tall())
 
-    app = Host()
+    return Host()
+
+async def test_overlay_change_lays_out_only_what_is_on_screen() -> None:
+    """5. the scroll path of `Screen._refresh_layout`, `Screen._layout_widgets`, `Compositor._visible_map` and
+    `_full_map`: an overlay on a layer of its own is placed and drawn at once, from a layout of what is on screen
+    only (the whole screen is not arranged again), its frame draws only its rows, and the `Layout` message its
+    refresh posted is spent (no whole layout after it)."""
+    app = _tall_app(Static, Static)
     async with app.run_test(size=(40, 12)) as pilot:
         await pilot.pause()
         screen = app.screen
@@ -341,9 +346,6 @@ async def test_a_still_widget_off_screen_is_marked_dirty_without_a_map_of_the_wh
     (Textual's own `_set_dirty` did, for the sheet's display change and its blur: 14 ms a key with 64 hosts); text
     it takes while hidden is what it shows next, and rows scrolled away that change show their change when back."""
     from textual.containers import VerticalScroll
-    from textual.screen import Screen
-
-    from console.ui.textual_private import LayoutOnce
 
     class Sheet(tp.StillStrips, Static, can_focus=True):
         pass
@@ -351,24 +353,11 @@ async def test_a_still_widget_off_screen_is_marked_dirty_without_a_map_of_the_wh
     class Row(tp.StillStrips, Static):
         pass
 
-    class Tall(LayoutOnce, Screen[None]):
-        CSS = "Tall { layers: default top; } Sheet { layer: top; dock: bottom; height: 3; display: none; }"
-
-        def compose(self) -> ComposeResult:
-            yield Sheet("keys one", id="sheet")
-            with VerticalScroll(id="rows"):
-                for i in range(60):
-                    yield Row(f"row {i}", id=f"r{i}")
-
-    class Host(App[None]):
-        def on_mount(self) -> None:
-            self.push_screen(Tall())
-
-    app = Host()
+    app = _tall_app(Sheet, Row)
     async with app.run_test(size=(40, 12)) as pilot:
         await pilot.pause()
         screen = app.screen
-        sheet = screen.query_one(Sheet)
+        sheet = screen.query_one("#sheet", Sheet)
         rows = screen.query_one("#rows", VerticalScroll)
         compositor = screen._compositor
         whole: list[int] = []
@@ -505,26 +494,26 @@ async def test_strips_kept_through_a_display_toggle_and_dropped_by_a_change_whil
     app = _Board()
     async with app.run_test(size=(40, 12)) as pilot:
         await pilot.pause()
+        async def toggled(widget: _Still) -> tuple[Region, list, list]:  # type: ignore[type-arg]
+            """Its strips, then hidden and shown inside `strips_kept`, its strips again."""
+            crop = Region(0, 0, widget.outer_size.width, widget.outer_size.height)
+            before = widget.render_lines(crop)
+            for shown in (False, True):
+                with widget.strips_kept():
+                    widget.display = shown
+                await pilot.pause()
+            return crop, before, widget.render_lines(crop)
+
         focused = app.query_one("#a", _Still)
         assert app.focused is focused
-        crop = Region(0, 0, focused.outer_size.width, focused.outer_size.height)
-        first = focused.render_lines(crop)
-        for shown in (False, True):
-            with focused.strips_kept():
-                focused.display = shown
-            await pilot.pause()
-        assert app.focused is not focused and focused.render_lines(crop) != first  # its focus border is gone
+        _, first, after = await toggled(focused)
+        assert app.focused is not focused and after != first  # its focus border is gone
 
         app.set_focus(None)  # (#b took the focus #a lost)
         await pilot.pause()
         a = app.query_one("#b", _Still)
-        crop = Region(0, 0, a.outer_size.width, a.outer_size.height)
-        first = a.render_lines(crop)
-        for shown in (False, True):
-            with a.strips_kept():
-                a.display = shown
-            await pilot.pause()
-        assert a.render_lines(crop) is first
+        crop, first, after = await toggled(a)
+        assert after is first
 
         a.display = False  # without it: drawn again
         a.display = True
