@@ -714,32 +714,6 @@ async def test_help_is_kept_and_shows_the_keys_of_the_moment(make_app) -> None: 
         assert "toggle_info" not in shown and " info " in shown and " search " in shown and shown != table
 
 
-async def test_the_fleet_and_server_screens_mount_their_sheet_before_the_first_question_mark(make_app) -> None:  # type: ignore[no-untyped-def]
-    """Mounted ahead (mounting it made the first `?` with 64 hosts cost 32 ms of CPU): hidden, the screen's first
-    child, and never its focus (a pane keeps it); the fleet's a moment after it, the server screen's after its first
-    frame. The first `?` then shows that sheet."""
-    from console.ui.widgets.help_sheet import SHEET_AHEAD_S, sheet_of
-    from console.ui.widgets.log_view import LogView
-
-    app = make_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await select(pilot, "ct129", 0)
-        fleet = app.screen
-        await until(pilot, lambda: sheet_of(fleet) is not None, "the fleet's sheet", SHEET_AHEAD_S + 5)
-        sheet = sheet_of(fleet)
-        assert sheet is not None and not sheet.is_open and fleet.children[0] is sheet
-        assert isinstance(app.focused, GpuPane) and not sheet.allow_focus()
-        app.open_server(SERVING)
-        await until(pilot, lambda: isinstance(app.screen, ServerScreen), "server screen", 5)
-        await until(pilot, lambda: sheet_of(app.screen) is not None, "the server screen's sheet", 5)
-        server_sheet = sheet_of(app.screen)
-        assert server_sheet is not None and server_sheet is not sheet and not server_sheet.is_open
-        assert app.screen.children[0] is server_sheet and isinstance(app.focused, LogView)
-        await pilot.press("question_mark")
-        await until(pilot, lambda: open_sheet(app.screen) is server_sheet, "the sheet mounted ahead, open", 5)
-        assert app.focused is server_sheet
-
-
 async def test_the_sheet_filled_while_hidden_is_laid_out_to_its_new_table(make_app) -> None:  # type: ignore[no-untyped-def]
     """Its table is filled while it is hidden without a layout of its own (one was a whole-screen layout per `?`
     with 64 hosts); shown, it is laid out to that table: narrower, more rows, and its last line still drawn."""

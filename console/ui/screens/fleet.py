@@ -24,7 +24,7 @@ from console.ui.visibility import update_row, visible_widgets
 from console.ui.widgets.activity import ActivityLog
 from console.ui.widgets.footer import ConsoleFooter
 from console.ui.widgets.gpu_pane import GpuPane
-from console.ui.widgets.help_sheet import SHEET_AHEAD_S, HelpSheet, ready_sheet
+from console.ui.widgets.help_sheet import HelpSheet
 from console.ui.widgets.host_band import HostBand
 from console.ui.widgets.router_band import RouterBand
 
@@ -170,11 +170,6 @@ class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
 
     def on_mount(self) -> None:
         self.sync()
-        self.set_timer(SHEET_AHEAD_S, self._sheet_ahead)
-
-    async def _sheet_ahead(self) -> None:
-        if self.is_attached:
-            await ready_sheet(self)
 
     def on_screen_resume(self) -> None:
         # the syncs it missed under a server screen, after the frame that shows it again: with 64 hosts a

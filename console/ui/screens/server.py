@@ -29,7 +29,6 @@ from console.ui.views import ServerPage, server_page
 from console.ui.widgets.fast_scrollbar import use_cached_bars
 from console.ui.widgets.footer import ConsoleFooter
 from console.ui.widgets.gpu_pane import colours, spans
-from console.ui.widgets.help_sheet import ready_sheet
 from console.ui.widgets.log_view import LogView
 
 
@@ -175,11 +174,6 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         srv = self.current_server()
         if srv is not None and srv.phase is Phase.CRASHED:
             self.call_after_refresh(self.action_traceback)
-        self.call_after_refresh(self._sheet_ahead)  # after the first frame, which it must not delay
-
-    async def _sheet_ahead(self) -> None:
-        if self.is_attached:
-            await ready_sheet(self)
 
     def on_screen_suspend(self) -> None:
         self._backstop.pause()  # kept built for a quick reopen (DflashApp.open_server), idle meanwhile

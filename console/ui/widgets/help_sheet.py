@@ -21,8 +21,6 @@ from console.ui.help_keys import Row, binding_rows, key_table, title_of
 from console.ui.textual_private import StillStrips, overlay_change
 
 SHEET_ID = "help-sheet"
-SHEET_AHEAD_S = 1.0
-"""How long after the fleet screen's mount its sheet is mounted, hidden: after the first frames."""
 FOOT = ("esc, q or ? closes · ↑↓ scroll · ctrl+p: command palette (server: relaunch, host: reconnect, …) · "
         "remap any id in hosts.toml [keymap], e.g. launch = \"ctrl+l\"")
 
@@ -32,14 +30,13 @@ class SheetText(StillStrips, Static):
 
 
 class HelpSheet(StillStrips, VerticalScroll):
-    """Mounted ahead on the fleet screen (`SHEET_AHEAD_S` after it) and the server screen (after its first frame),
-    since mounting it made the first `?` with 64 hosts cost 32 ms of CPU (benchmarks/bench_host_growth.py); on
-    other screens by their first `?` (`ready_sheet`). Kept: each `?` only fills it again where the keys changed (a
-    server's keys dim on a free GPU) and shows it. Composed with the fleet screen instead, it left no pane drawn
-    focused with 64 hosts, whose bands come as the hosts do.
-    It is always its screen's first child: Textual numbers a screen's widgets from its last child up, so a last
-    child shown or hidden would renumber all of them, and every one would count as changed and be drawn again. It takes the focus while open and gives it back on close;
-    focus taken from it (a click on a pane) closes it."""
+    """Mounted on a screen by its first `?` (`ready_sheet`) and kept: each later `?` only fills it again where the
+    keys changed (a server's keys dim on a free GPU) and shows it. It is always its screen's first child: Textual
+    numbers a screen's widgets from its last child up, so a last child shown or hidden would renumber all of them,
+    and every one would count as changed and be drawn again. Mounted ahead instead (the first `?` with 64 hosts
+    costs ~30 ms of CPU for the mount, benchmarks/bench_host_growth.py), it went wrong twice: composed with the
+    fleet screen, no pane showed focused once 64 hosts had come up; mounted a second after it, an idle server
+    screen opened meanwhile repainted (tests/ui/test_screen_keys.py). Left for later."""
 
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close", id="help-close")]
     DEFAULT_CSS = """
