@@ -325,18 +325,16 @@ def _not_on_screen(widget: Widget) -> bool:
     """Known, without building a map, to be in none of what the screen's last layout put on screen: missing from the
     map of what is on screen when there is one (`overlay_change`, a scroll), else hidden (it or a container of it
     has `display: none`)."""
-    try:
-        visible = widget.screen._compositor._visible_map
-    except Exception:  # no screen yet, or Textual moved: Textual's own way
-        return False
-    if visible is not None:
-        return widget not in visible
+    hidden = False
     node: object = widget
-    while isinstance(node, Widget) and not isinstance(node, Screen):
-        if not node.display:
-            return True
+    while isinstance(node, Widget) and not isinstance(node, Screen):  # one walk up: the screen, and any hiding
+        hidden = hidden or not node.display
         node = node.parent
-    return False
+    try:
+        visible = node._compositor._visible_map  # type: ignore[attr-defined]
+    except AttributeError:  # no screen yet, or Textual moved: Textual's own way
+        return False
+    return widget not in visible if visible is not None else hidden
 
 
 # -- 8. a virtual size without a layout ------------------------------------------------------------------

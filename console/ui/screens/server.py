@@ -166,7 +166,7 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         self._pull_pending = False
         self._pull_deferred = False
         self._backstop = self.set_interval(0.25, self._pull)  # new lines normally arrive through pull_soon
-        use_cached_bars(self.query_one("#side", VerticalScroll))  # drawn again with every frame that touches the
+        use_cached_bars(self.query_one(SidePanel))  # drawn again with every frame that touches the
         # panel's rows (the help sheet's)
         self.on_resize()
         self.sync()
