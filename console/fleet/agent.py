@@ -69,6 +69,18 @@ def twin_of_parent(rows, row):
     sglang...` is a copy of the shell for a moment), so what it will run is still unknown."""
     parent = rows.get(row[1])
     return parent is not None and parent[3] == row[3]
+def app_pids(text):
+    """The pids in a compute-apps reading (`pid, uuid, name, MiB` lines)."""
+    out = set()
+    for line in text.decode("utf-8", "replace").splitlines():
+        head = line.split(",", 1)[0].strip()
+        if head.isdigit():
+            out.add(int(head))
+    return out
+def every_session_on_gpu(rows, text):
+    """Whether each server session in rows has a process in the compute-apps reading text."""
+    pids = app_pids(text)
+    return {r[2] for r in rows} <= {r[2] for r in rows if r[0] in pids}
 class ProcScan:
     """The SGLang sessions of this host each second, reading /proc only where it can have changed.
 
@@ -133,9 +145,9 @@ def procs_mode(interval, apps_every, apps_cmd, pattern, fast_every, full_every):
             w(b"==> apps\n" + text + (b"" if text.endswith(b"\n") or not text else b"\n") + b"==> rc %d\n" % rc)
             if rc != 0:
                 backoff_until = now + 60
-            if now < fast_until:  # three equal readings in a row: loading is over, back to the slow pace
-                same = same + 1 if text == last_text else 0
-                if same >= 2:
+            if now < fast_until:  # loading is over (back to the slow pace) when three readings in a row agree
+                same = same + 1 if text == last_text else 0  # and every server session holds VRAM: a server
+                if same >= 2 and every_session_on_gpu(mine, text):  # imports for seconds before it takes any
                     fast_until = 0.0
             last_text = text
         w(b"==> end\n")
@@ -415,7 +427,8 @@ def agent_procs_command(python: str, interval_s: float = 1.0, apps_every_s: floa
                         fast_every_s: float = 3.0, apps_command: str | None = None, pattern: str = SGLANG_RE,
                         full_every_s: float = 5.0) -> str:
     """The process loop: SGLang sessions every second; compute apps (per-process VRAM) every 3 s after a
-    server process came or went, until three readings agree or a minute passes, else once a minute
+    server process came or went, until every server session holds VRAM and three readings agree, or a minute
+    passes; else once a minute
     (1 spawn a minute in steady state; the GPUs' own memory figures stream every second regardless).
     Every process is read again every `full_every_s` (ProcScan: between, only new ones and servers')."""
     return (f"exec {_python(python)} -I -S -u -c {shlex.quote(AGENT_SOURCE)} procs {interval_s:g} "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
 import sys
 import threading
@@ -131,8 +132,10 @@ def test_tail_reports_truncation_and_a_missing_file(tmp_path: Path) -> None:
         r.stop()
 
 
-def test_compute_apps_fast_while_a_server_starts_then_slow_once_readings_agree(tmp_path: Path) -> None:
-    """A server process appears: apps are polled quickly; three equal readings end that at once."""
+def test_compute_apps_fast_while_a_server_starts_then_slow_once_it_holds_vram_and_readings_agree(
+        tmp_path: Path) -> None:
+    """A server process appears: apps are polled quickly while it has no VRAM yet (SGLang imports for seconds
+    before it takes any), however often the readings agree; once it holds some, three equal readings end that."""
     marker = f"dfc-agent-test-{time.monotonic_ns()}"
     reading = tmp_path / "apps.txt"  # what the stand-in compute-apps query prints
     reading.write_text("no compute apps\n")
@@ -147,22 +150,38 @@ def test_compute_apps_fast_while_a_server_starts_then_slow_once_readings_agree(t
     try:
         r.wait_for(lambda: r.data().count(b"==> apps\n") >= 1 and r.data().count(b"==> end\n") >= 5)
         assert r.data().count(b"==> apps\n") == 1  # at start, then the slow pace (an hour here)
-        reading.write_text("1234, 40000 MiB\n")  # the server's VRAM, settled at once
         # in a session of its own, as the console launches servers (setsid): in pytest's session the agent would
         # also count this test's own short-lived children (the apps query it runs), which come and go
         server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker], start_new_session=True)
         r.wait_for(lambda: str(server.pid).encode() in r.data())
-        r.wait_for(lambda: r.data().count(b"==> apps\n") >= 4)
+        r.wait_for(lambda: r.data().count(b"==> apps\n") >= 8)  # 7 equal readings without its VRAM: still fast
+        (tmp_path / "apps.new").write_text(f"999, GPU-x, other, 10 MiB\n{server.pid}, GPU-y, python3, 40000 MiB\n")
+        os.replace(tmp_path / "apps.new", reading)  # at once: the query never reads half a file
+        r.wait_for(lambda: r.data().count(b"40000 MiB") >= 3)
         seen = r.data().count(b"==> apps\n")
         ends = r.data().count(b"==> end\n")
         r.wait_for(lambda: r.data().count(b"==> end\n") >= ends + 30)  # 30 more rounds, ~0.6 s
-        assert r.data().count(b"==> apps\n") == seen == 4  # fast readings 1-3 agreed: slow again
+        assert r.data().count(b"==> apps\n") == seen  # fast readings with its VRAM agreed: slow again
         assert r.data().count(b"40000 MiB") == 3
     finally:
         if server is not None:
             server.kill()
             server.wait()
         r.stop()
+
+
+def test_app_pids_and_every_session_on_gpu() -> None:
+    from console.fleet.agent import AGENT_SOURCE
+
+    defs: dict = {}  # the agent's functions, without its entry point (which reads sys.argv)
+    exec(AGENT_SOURCE.split("\ntry:\n    mode = ")[0], defs)
+    app_pids, every_session_on_gpu = defs["app_pids"], defs["every_session_on_gpu"]
+    text = b"4242, GPU-a, python3, 100\n[N/A], GPU-b, x, 1\n 77 , GPU-c, y, 2\nNo running processes found\n"
+    assert app_pids(text) == {4242, 77}
+    rows = [(10, 1, 10, "launcher"), (4242, 10, 10, "rank 0"), (20, 1, 20, "other server")]
+    assert not every_session_on_gpu(rows, text)  # session 20 holds nothing yet
+    assert every_session_on_gpu(rows[:2], text)
+    assert every_session_on_gpu([], b"")
 
 
 def test_agent_source_is_one_shell_word() -> None:
