@@ -455,15 +455,23 @@ class BoxRowsCache(StylesCache):
     @staticmethod
     def _make_sides(styles: StylesBase, content_size: Size, pad: Spacing, base_background: Color, background: Color,
                     opacity: float) -> tuple[int, int, int, int, RichStyle, Segment, Segment] | None:
-        (top, _), (right, right_color), (bottom, _), (left, left_color) = styles.border
+        border = styles.border
+        (top, _), (right, right_color), (bottom, _), (left, left_color) = border
         if not (top and right and bottom and left and not pad.top and not pad.bottom and opacity == 1.0
                 and not any(edge for edge, _ in styles.outline) and not styles.tint.a
                 and styles.text_opacity == 1.0 and styles.hatch in (None, "none")):
             return None
-        inner, outer = Style(background=base_background + background), Style(background=base_background)
-        return (content_size.width, content_size.height, pad.left, pad.right, inner.rich_style,
-                get_box(left, inner, outer, Style(foreground=base_background + left_color))[1][0],
-                get_box(right, inner, outer, Style(foreground=base_background + right_color))[1][2])
+        key = (border, content_size, pad.left, pad.right, base_background, background)
+        sides = _SIDES.get(key)
+        if sides is None:  # new Styles, hashed into get_box's cache, for each pane each frame: 10% of a fleet frame
+            inner, outer = Style(background=base_background + background), Style(background=base_background)
+            sides = (content_size.width, content_size.height, pad.left, pad.right, inner.rich_style,
+                     get_box(left, inner, outer, Style(foreground=base_background + left_color))[1][0],
+                     get_box(right, inner, outer, Style(foreground=base_background + right_color))[1][2])
+            if len(_SIDES) >= 256:
+                _SIDES.clear()
+            _SIDES[key] = sides
+        return sides
 
     def render_line(self, styles: StylesBase, y: int, size: Size, content_size: Size, padding: Spacing,
                     base_background: Color, background: Color, render_content_line: Callable[[int], Strip],
@@ -494,6 +502,10 @@ class BoxRowsCache(StylesCache):
             segments.append(Segment(" " * fill, inner))
         segments.append(right)
         return Strip(segments, size.width)
+
+
+_SIDES: dict[tuple[Any, ...], tuple[int, int, int, int, RichStyle, Segment, Segment]] = {}
+"""`BoxRowsCache._make_sides` by its inputs (a few per theme: a pane's size and its border's kind and colour)."""
 
 
 def use_box_rows(widget: Widget) -> None:
