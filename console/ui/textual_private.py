@@ -42,6 +42,9 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
 12. `App._display` (every frame goes to the terminal through it) and `App._batch_count`: `MarksFrames` tells
    `console.keys_first` when a frame was written, which ends the log readers' hold for a key; the input loop
    of item 3 tells it when a key arrived.
+13. `Screen._dirty_widgets`, `Widget._is_mounted`, `_layout_cache`, `_rich_style_cache` and `Screen._compositor`:
+   `repaint_rows` marks a shown GPU pane's changed rows and tells its screen at once, without Textual's prompt
+   and `Update` messages (two per pane per sync).
 """
 
 from __future__ import annotations
@@ -547,3 +550,27 @@ class MarksFrames:
         App._display(app, screen, renderable)
         if drawn:
             KEYS_FIRST.frame_drawn()
+
+
+# -- 13. rows repainted straight to the screen -----------------------------------------------------------
+def repaint_rows(widget: Widget, regions: list[Region]) -> None:
+    """`widget.refresh(*regions)` for a shown widget whose size and styles did not change (a GPU pane whose
+    figures moved), with the screen told at once. Textual's way is two messages per widget: a prompt to the
+    widget, whose idle handler then posts an `Update` to its screen, which adds it to `Screen._dirty_widgets`.
+    A fleet sync repaints every pane on screen each second, so that was 128 messages a sync with 64 panes
+    (benchmarks/bench_console_cpu.py). Anything else (hidden, not mounted yet, no screen) takes Textual's way."""
+    try:
+        screen = widget.screen
+        dirty = screen._dirty_widgets
+        mounted = widget._is_mounted and widget.display and screen in screen._compositor
+    except Exception:  # no screen yet, or Textual moved
+        mounted = False
+    if not mounted:
+        widget.refresh(*regions)
+        return
+    widget._layout_cache.clear()
+    widget._set_dirty(*regions)
+    widget.clear_cached_dimensions()
+    widget._rich_style_cache.clear()
+    dirty.add(widget)
+    screen.check_idle()

@@ -795,3 +795,45 @@ async def test_the_app_notes_the_keys_it_takes_and_the_frames_it_writes() -> Non
         assert KEYS_FIRST.taken_at >= KEYS_FIRST.key_at  # the app took it
         assert KEYS_FIRST.drawn_at > KEYS_FIRST.taken_at  # and wrote a frame after
         assert not KEYS_FIRST.holding()
+
+
+async def test_repaint_rows_tells_the_screen_at_once_and_the_frame_shows_the_rows() -> None:
+    """13. repaint_rows: a shown pane's changed rows go to `Screen._dirty_widgets` without the two messages of
+    Textual's refresh (no `Update` reaches the screen), and the next frame shows them; a hidden pane takes
+    Textual's way."""
+    from textual import messages
+
+    from console.fleet.events import GpuSample
+    from console.ui.app import DflashApp
+    from console.ui.widgets.gpu_pane import GpuPane
+    from tests.ui.fakes import NOW, PRO6000, FakeApi, FakeBackend, gpu
+
+    api = FakeApi()
+    app = DflashApp(api, clock=lambda: NOW, backend=FakeBackend())
+    updates: list[object] = []
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        seen = screen._on_update
+
+        async def on_update(message: messages.Update) -> None:
+            updates.append(message.widget)
+            await seen(message)
+
+        screen._on_update = on_update  # type: ignore[method-assign]
+        pane = next(p for p in screen.query(GpuPane) if p.host == "blackwell" and p.gpu == 3)
+        before = "\n".join("".join(t for t, _, _ in strip) for strip in screen._compositor.render_strips())
+        assert "59.8/95.6 GiB" not in before
+        api.state.apply(GpuSample("blackwell", NOW, tuple(
+            gpu(i, PRO6000, 61_234 if i == 3 else 556, 97_887, 0, 30, 21.0, 600) for i in range(4))))
+        app._dirty_hosts = None
+        app._sync_screens()
+        assert pane in screen._dirty_widgets  # told at once, before any message ran
+        await pilot.pause()
+        assert pane not in updates and pane not in screen._dirty_widgets
+        drawn = "\n".join("".join(t for t, _, _ in strip) for strip in screen._compositor.render_strips())
+        assert drawn.count("59.8/95.6 GiB") == 1, drawn  # its VRAM figure, 0.5 GiB before
+        pane.display = False
+        await pilot.pause()
+        tp.repaint_rows(pane, [tp.Region(0, 0, 5, 1)])
+        assert pane not in screen._dirty_widgets and pane._repaint_required  # Textual's refresh

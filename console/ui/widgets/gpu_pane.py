@@ -22,7 +22,7 @@ from console.ui import format as fmt
 from console.ui.console_app import console_app
 from console.ui.content_segments import SpanStyles, line_segments
 from console.ui.strip_offsets import with_offsets
-from console.ui.textual_private import KeysToScreen, StillStrips, use_box_rows
+from console.ui.textual_private import KeysToScreen, StillStrips, repaint_rows, use_box_rows
 from console.ui.themes import SEMANTIC_DEFAULTS
 from console.ui.views import PaneView, Series, Span, pane_view
 from console.ui.visibility import CatchUpWhenShown, content_width, visible_widgets
@@ -289,7 +289,7 @@ class GpuPane(KeysToScreen, CatchUpWhenShown, StillStrips, Widget, can_focus=Tru
         for r in dirty:
             self._strips.pop(r.y, None)
         if dirty:
-            self.refresh(*dirty)
+            repaint_rows(self, dirty)
 
     def _title(self, focused: bool | None = None) -> None:
         v = self.view
