@@ -33,7 +33,7 @@ one moved. Nothing else in the console reaches into `textual._*` or an underscor
    `Screen._layout_widgets`, `Message.time` with `textual._time.get_time`, and `AwaitMount._widgets` seen from
    the frame that calls `Screen.refresh`: `LayoutOnce` drops a layout request that a layout which began after
    it already served, a resize to the size the screen is already laid out at, and the layout a finished mount
-   asks for when the last layout already placed every widget it mounted.
+   asks for when the last layout already placed every widget it mounted, or those it did not are hidden.
 10. `textual._styles_cache.StylesCache` (`render`, `render_line`), `textual._border.get_box`,
    `textual._segment_tools.line_pad` and `Widget._styles_cache`: `BoxRowsCache` composes a GPU pane's content
    rows between its borders with the pieces made once per render.
@@ -416,14 +416,16 @@ class LayoutOnce:
 
 def _mount_already_placed(screen: Screen, caller: Any) -> bool:
     """True if `caller` is Textual's mount-completion step (`AwaitMount`) and every widget it mounted is in the
-    screen's last layout: a pushed screen's own widgets, laid out by its first frame before the mount's
-    awaiter runs (one more whole-screen layout and repaint, for nothing, right after every first open)."""
+    screen's last layout (a pushed screen's own widgets, laid out by its first frame before the mount's awaiter
+    runs: one more whole-screen layout and repaint, for nothing, right after every first open) or hidden (the
+    help sheet, mounted by the first `?` and shown by `overlay_change`: it takes no room until then, and the
+    layout was 30 ms of that `?` with 64 hosts)."""
     try:
         mount = caller.f_locals.get("self")
         if not isinstance(mount, AwaitMount) or mount._parent is not screen:
             return False
         placed = screen._compositor.widgets
-        return bool(mount._widgets) and all(w in placed for w in mount._widgets)
+        return bool(mount._widgets) and all(w in placed or not w.display for w in mount._widgets)
     except (AttributeError, TypeError):  # Textual moved: lay out as it asks
         return False
 

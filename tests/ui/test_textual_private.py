@@ -602,8 +602,8 @@ class _OnceApp(App[None]):
 async def test_layout_once_lays_out_each_change_once_and_still_every_change() -> None:
     """9. `Screen._on_layout` with `Message.time`, `Screen._screen_resized`, `Screen._compositor.size`/`widgets`,
     and `AwaitMount._widgets` seen from `Screen.refresh`'s caller: a layout request that a later-begun layout
-    served, a resize to the laid-out size, and a finished mount of widgets already placed cost no layout; a
-    new change, a new size and a widget not yet placed still get theirs."""
+    served, a resize to the laid-out size, and a finished mount of widgets already placed or hidden cost no
+    layout; a new change, a new size, a widget not yet placed and a hidden one shown still get theirs."""
     from textual.geometry import Size
     from textual.widget import AwaitMount
 
@@ -646,6 +646,17 @@ async def test_layout_once_lays_out_each_change_once_and_still_every_change() ->
         for _ in range(3):
             await pilot.pause()
         assert len(reflows) > done and late.region.height == 1 and late in screen._compositor.widgets
+        done = len(reflows)
+        hidden = Static("hidden", id="hidden")
+        hidden.display = False
+        await screen.mount(hidden, before=0)  # takes no room (the help sheet, mounted by the first `?`): no layout
+        for _ in range(3):
+            await pilot.pause()
+        assert len(reflows) == done and hidden not in screen._compositor.widgets
+        hidden.display = True  # shown: laid out as any change
+        for _ in range(3):
+            await pilot.pause()
+        assert len(reflows) > done and hidden.region.height == 1 and a.region.y == 4
 
 
 def _cells(strip: Strip) -> list[tuple[str, object]]:
@@ -837,3 +848,31 @@ async def test_repaint_rows_tells_the_screen_at_once_and_the_frame_shows_the_row
         await pilot.pause()
         tp.repaint_rows(pane, [tp.Region(0, 0, 5, 1)])
         assert pane not in screen._dirty_widgets and pane._repaint_required  # Textual's refresh
+
+
+async def test_the_first_help_sheet_is_mounted_and_shown_without_a_whole_layout() -> None:
+    """9 and 5: the first `?` mounts the sheet hidden and shows it. The mount's completion, for a widget that takes
+    no room, does not arrange the whole screen; the sheet is shown from a layout of what is on screen, and its keys
+    are in view."""
+    from console.ui.app import DflashApp
+    from console.ui.widgets.help_sheet import sheet_of
+    from tests.ui.fakes import NOW, FakeApi, FakeBackend
+
+    app = DflashApp(FakeApi(), clock=lambda: NOW, backend=FakeBackend())
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause()
+        await pilot.pause(0.2)
+        screen = app.screen
+        assert sheet_of(screen) is None
+        whole = _count_calls(screen._compositor, "reflow")
+        on_screen = _count_calls(screen._compositor, "reflow_visible")
+        await pilot.press("question_mark")
+        for _ in range(3):
+            await pilot.pause()
+        sheet = sheet_of(screen)
+        assert sheet is not None and sheet.is_open and sheet.region.height > 5
+        assert sheet.rows and sheet.region.bottom == 60  # its keys, over the bottom rows
+        assert whole == [] and on_screen, (len(whole), len(on_screen))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not sheet.is_open and whole == []

@@ -33,10 +33,11 @@ class HelpSheet(StillStrips, VerticalScroll):
     """Mounted on a screen by its first `?` (`ready_sheet`) and kept: each later `?` only fills it again where the
     keys changed (a server's keys dim on a free GPU) and shows it. It is always its screen's first child: Textual
     numbers a screen's widgets from its last child up, so a last child shown or hidden would renumber all of them,
-    and every one would count as changed and be drawn again. Mounted ahead instead (the first `?` with 64 hosts
-    costs ~30 ms of CPU for the mount, benchmarks/bench_host_growth.py), it went wrong twice: composed with the
-    fleet screen, no pane showed focused once 64 hosts had come up; mounted a second after it, an idle server
-    screen opened meanwhile repainted (tests/ui/test_screen_keys.py). Left for later."""
+    and every one would count as changed and be drawn again. The first `?` with 64 hosts cost ~30 ms of CPU, most of
+    it a whole-screen layout that the mount's completion asked for; a hidden widget's mount no longer gets one
+    (`LayoutOnce`). Mounted ahead instead, it went wrong twice: composed with the fleet screen, no pane showed
+    focused once 64 hosts had come up; mounted a second after it, an idle server screen opened meanwhile
+    repainted (tests/ui/test_screen_keys.py)."""
 
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close", id="help-close")]
     DEFAULT_CSS = """
