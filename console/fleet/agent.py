@@ -445,10 +445,12 @@ Every packet costs the console its SSH decrypt, a loop wake-up and a state updat
 benchmarks/bench_console_cpu.py. The fleet panes repaint once a second (ui/app.py SYNC_MIN_S), so 4 batches a
 second show them the same lines."""
 
-TAIL_GAP_LIVE_S = 0.05
+TAIL_GAP_LIVE_S = 0.025
 """The gap while a person reads one of the host's logs as it comes (a server screen on top, `logs -f`): the
-console sends `gap 0.05` on the tail's stdin (`HostLink.watch_log`), so new lines reach the open log view
-within ~50 ms (benchmarks/bench_log_latency.py)."""
+console sends `gap 0.025` on the tail's stdin (`HostLink.watch_log`). At 50 ms, lines that came about every
+50 ms each waited for the gap's end, up to 50 ms, and the open log view's p95 sat at its 50 ms line beside a busy
+process (benchmarks/bench_log_latency.py: +44-49 ms; at 25 ms, +28-33 ms). Under a flood it still gathers
+each host's lines into 40 writes a second."""
 
 
 def tail_pace_line(gap_s: float) -> bytes:
