@@ -76,7 +76,7 @@ def test_history_series_have_fixed_zero_based_scales_with_units() -> None:
 
 
 def test_graph_columns_drawn_again_are_the_same_and_follow_the_theme() -> None:
-    """Columns are reused by what they show (gpu_pane._COLUMNS): a reused one is cell for cell a fresh one, a
+    """Columns are reused by what they show (gpu_pane._graph_column): a reused one is cell for cell a fresh one, a
     theme change draws them in its colours, and a moved value is a new column."""
     from console.ui.views import Series
     from console.ui.widgets import gpu_pane
@@ -87,15 +87,15 @@ def test_graph_columns_drawn_again_are_the_same_and_follow_the_theme() -> None:
     def cells(lines: list) -> list:  # type: ignore[type-arg]
         return [(x.plain, [(sp.start, sp.end, str(sp.style)) for sp in x.spans]) for x in lines]
 
-    gpu_pane._COLUMNS.clear()
+    gpu_pane._graph_column.cache_clear()
     first = cells(graphs([util, vram], 40, 3, C))
     again = cells(graphs([util, vram], 40, 3, C))
-    gpu_pane._COLUMNS.clear()
+    gpu_pane._graph_column.cache_clear()
     assert first == again == cells(graphs([util, vram], 40, 3, C))
     other = _colours({"util-bar": "#123456", "background": "#FFFFFF", "foreground": "#000000"})
     assert gpu_pane.style_of("util", other) != gpu_pane.style_of("util", C)
     themed = graphs([util, vram], 40, 3, other)
-    gpu_pane._COLUMNS.clear()
+    gpu_pane._graph_column.cache_clear()
     assert cells(themed) == cells(graphs([util, vram], 40, 3, other)) != first
     moved = Series("util", "%", 100.0, (10.0, 50.0, 0.0, 100.0, 0.0, 90.0), "util")
     assert cells(graphs([moved, vram], 40, 3, C)) != first

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Container
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -166,19 +167,12 @@ def graphs(series: list[Series], w: int, height: int, c: dict[str, str]) -> list
     return [Content(" ").join(row) for row in zip(*cols, strict=True)]
 
 
-_COLUMNS: dict[tuple[Series, int, int, str, str], tuple[Content, ...]] = {}
-"""Drawn graph columns by what they show. A pane is drawn again when any figure in it moves (a power reading
-does each second), and most of its graphs have not: an idle GPU's flat lines, a VRAM graph between loads.
-Drawing them was a third of a fleet sync with 64 panes."""
-_COLUMNS_MAX = 512
-
-
+@lru_cache(maxsize=512)
 def _graph_column(sr: Series, cw: int, height: int, tone: str, dim: str) -> tuple[Content, ...]:
-    """One graph `cw` wide: its scale line, then `height` rows, the last with the zero line."""
-    key = (sr, cw, height, tone, dim)
-    hit = _COLUMNS.get(key)
-    if hit is not None:
-        return hit
+    """One graph `cw` wide: its scale line, then `height` rows, the last with the zero line. Kept by what it shows:
+    a pane is drawn again when any figure in it moves (a power reading does each second), and most of its graphs
+    have not (an idle GPU's flat lines, a VRAM graph between loads); drawing them was a third of a fleet sync with
+    64 panes."""
     label = sr.scale_text()
     span = f" · {fmt.age(sr.interval_s * min(cw, len(sr.values)))}" if sr.interval_s > 0 else ""
     if len(label) + len(span) <= cw:  # the time span only whole: a cut '· 1' reads as a wrong figure
@@ -189,10 +183,7 @@ def _graph_column(sr: Series, cw: int, height: int, tone: str, dim: str) -> tupl
     if rows:  # the zero line, so an idle GPU's graph reads as zero, not as missing
         out.append(Content.assemble(*((run, tone) if run[0] != " " else ("▁" * len(run), dim)
                                       for run in _RUNS.findall(rows[-1]))))
-    if len(_COLUMNS) >= _COLUMNS_MAX:
-        _COLUMNS.clear()  # panes draw what changed since the last sync: the next one fills it again
-    _COLUMNS[key] = t = tuple(out)
-    return t
+    return tuple(out)
 
 
 class GpuPane(KeysToScreen, CatchUpWhenShown, StillStrips, Widget, can_focus=True):

@@ -71,7 +71,7 @@ class HelpSheet(StillStrips, VerticalScroll):
 
     def allow_focus(self) -> bool:
         """Only while open: hidden and first on its screen, it would take the screen's first focus."""
-        return bool(self.display)
+        return self.is_open
 
     def open(self) -> None:
         """The keys of the screen as they are now (read before the sheet takes the focus, which would make them the
