@@ -31,28 +31,63 @@ MESSAGES = [{"role": "user", "content": "Say something about GPUs."}]
 
 
 def curl_body(max_tokens: int) -> str:
-    return json.dumps({"model": "default", "messages": MESSAGES, "max_tokens": max_tokens, "stream": True,
-                       "stream_options": {"include_usage": True}})
+    return json.dumps(
+        {
+            "model": "default",
+            "messages": MESSAGES,
+            "max_tokens": max_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+    )
 
 
 def curl_starttransfer(url: str, max_tokens: int) -> float:
     """curl's own time to the first response byte (seconds, process spawn excluded)."""
-    out = subprocess.run(["curl", "-sN", "-o", "/dev/null", "-w", "%{time_starttransfer}", "-H",
-                          "Content-Type: application/json", "-d", curl_body(max_tokens),
-                          url + "/v1/chat/completions"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            "curl",
+            "-sN",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{time_starttransfer}",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            curl_body(max_tokens),
+            url + "/v1/chat/completions",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return float(out.stdout)
 
 
 def curl_first_content(url: str, max_tokens: int) -> float:
     """Seconds from spawning `curl -N` to its first data line carrying content, read from its stdout."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(["curl", "-sN", "-H", "Content-Type: application/json", "-d", curl_body(max_tokens),
-                          url + "/v1/chat/completions"], stdout=subprocess.PIPE)
+    p = subprocess.Popen(
+        [
+            "curl",
+            "-sN",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            curl_body(max_tokens),
+            url + "/v1/chat/completions",
+        ],
+        stdout=subprocess.PIPE,
+    )
     assert p.stdout is not None
     first: float | None = None
     for line in p.stdout:  # read to the end: an abandoned stream would keep the server busy for the next one
-        if first is None and line.startswith(b"data:") and ((b'"content":"' in line and b'"content":""' not in line)
-                                                            or b'"reasoning_content":"' in line):
+        if (
+            first is None
+            and line.startswith(b"data:")
+            and ((b'"content":"' in line and b'"content":""' not in line) or b'"reasoning_content":"' in line)
+        ):
             first = time.perf_counter() - t0
     p.wait()
     if first is None:
@@ -63,10 +98,23 @@ def curl_first_content(url: str, max_tokens: int) -> float:
 def curl_warm_starttransfer(url: str, max_tokens: int, n: int) -> list[float]:
     """n transfers in one curl process on one kept connection: each one's time to first byte (the first
     transfer, which connects, is dropped)."""
-    out = subprocess.run(["curl", "-sN", "-w", "%{stderr}%{time_starttransfer}\\n", "-H",
-                          "Content-Type: application/json", "-d", curl_body(max_tokens),
-                          *([url + "/v1/chat/completions"] * (n + 1))],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    out = subprocess.run(
+        [
+            "curl",
+            "-sN",
+            "-w",
+            "%{stderr}%{time_starttransfer}\\n",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            curl_body(max_tokens),
+            *([url + "/v1/chat/completions"] * (n + 1)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
     times = [float(x) for x in out.stderr.split()]
     if len(times) != n + 1:
         raise RuntimeError(f"curl gave {len(times)} timings for {n + 1} transfers")
@@ -88,8 +136,13 @@ async def console_ttft(client: object, max_tokens: int) -> float:
 async def side_by_side(url: str, n: int, max_tokens: int, curl_fn) -> dict[str, list[float]]:
     from console.sglang.client import SGLangClient
 
-    res: dict[str, list[float]] = {"console reused": [], "console fresh": [], "console as the UI calls it": [],
-                                   "curl": [], "curl warm": []}
+    res: dict[str, list[float]] = {
+        "console reused": [],
+        "console fresh": [],
+        "console as the UI calls it": [],
+        "curl": [],
+        "curl warm": [],
+    }
     async with SGLangClient(url, timeout=30) as reused:
         await console_ttft(reused, max_tokens)  # warm the connection
         for _ in range(n):
@@ -124,15 +177,24 @@ def run(args: argparse.Namespace) -> Result:
     delta = (med["console reused"] - med["curl warm"]) * 1000
     delta_fresh = (med["console fresh"] - med["curl"]) * 1000
     delta_ui = (med["console as the UI calls it"] - med["curl"]) * 1000
-    detail["median delta vs curl (ms)"] = {"reused client vs warm curl": round(delta, 2),
-                                           "fresh client vs a new curl": round(delta_fresh, 2),
-                                           "UI path (new client, construction timed) vs a new curl": round(delta_ui, 2)}
+    detail["median delta vs curl (ms)"] = {
+        "reused client vs warm curl": round(delta, 2),
+        "fresh client vs a new curl": round(delta_fresh, 2),
+        "UI path (new client, construction timed) vs a new curl": round(delta_ui, 2),
+    }
     if delta_ui > TARGET_MS:
-        note = (note + "; " if note else "") + ("the UI path builds an SGLangClient (an httpx.AsyncClient, whose default "
-                                                "SSL context loads the CA bundle) per message: see the report")
-    return Result("5 chat TTFT vs curl -N", f"warm {delta:+.2f} ms, cold {delta_fresh:+.2f} ms, UI path "
-                  f"{delta_ui:+.1f} ms (median, vs curl as warm)", "<= +3 ms median",
-                  max(delta, delta_fresh, delta_ui) <= TARGET_MS, detail, note)
+        note = (note + "; " if note else "") + (
+            "the UI path builds an SGLangClient (an httpx.AsyncClient, whose default "
+            "SSL context loads the CA bundle) per message: see the report"
+        )
+    return Result(
+        "5 chat TTFT vs curl -N",
+        f"warm {delta:+.2f} ms, cold {delta_fresh:+.2f} ms, UI path {delta_ui:+.1f} ms (median, vs curl as warm)",
+        "<= +3 ms median",
+        max(delta, delta_fresh, delta_ui) <= TARGET_MS,
+        detail,
+        note,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,8 +31,14 @@ QUERY = "--query-gpu=index,name,memory.used,memory.total,utilization.gpu --forma
 def timed(argv: list[str], cwd: Path) -> float:
     """Wall seconds of one run; a failing command is an error, not a fast figure."""
     t0 = time.perf_counter()
-    p = subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120,
-                       env=dict(os.environ, PYTHONPATH=str(cwd)))
+    p = subprocess.run(
+        argv,
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(cwd)),
+    )
     dt = time.perf_counter() - t0
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:6])} exited {p.returncode}: {p.stderr.decode()[-300:]}")
@@ -41,8 +47,14 @@ def timed(argv: list[str], cwd: Path) -> float:
 
 def import_profile(argv: list[str], cwd: Path) -> dict[str, object]:
     """Top-level import time (sum of the outermost modules' cumulative µs) and which heavy packages load."""
-    p = subprocess.run([sys.executable, "-X", "importtime", *argv], cwd=cwd, capture_output=True, text=True,
-                       timeout=120, env=dict(os.environ, PYTHONPATH=str(cwd)))
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(cwd)),
+    )
     total_us, loaded = 0, set()
     for ln in p.stderr.splitlines():
         if not ln.startswith("import time:") or "|" not in ln:
@@ -66,13 +78,15 @@ def run(args: argparse.Namespace) -> Result:
         toml = sim_up(d, hosts=("blackwell",))
         text = Path(toml).read_text()
         plain = Path(d) / "no-routers.toml"
-        plain.write_text(text[:text.index("[routers.")] if "[routers." in text else text)
+        plain.write_text(text[: text.index("[routers.")] if "[routers." in text else text)
         smi = Path(d) / "blackwell" / "bin" / "nvidia-smi"
         try:
             cmds: dict[str, tuple[list[str], Path]] = {
                 "python -c pass": ([py, "-c", "pass"], ROOT),
-                "nvidia-smi stand-in + python -c pass": (["sh", "-c", f"{smi} {QUERY} >/dev/null && {py} -c pass"],
-                                                         ROOT),
+                "nvidia-smi stand-in + python -c pass": (
+                    ["sh", "-c", f"{smi} {QUERY} >/dev/null && {py} -c pass"],
+                    ROOT,
+                ),
                 "--help": ([py, "-m", "console", "--help"], ROOT),
                 "status --json": ([py, "-m", "console", "--hosts", str(toml), "status", "--json"], ROOT),
                 "status --json, no routers": ([py, "-m", "console", "--hosts", str(plain), "status", "--json"], ROOT),
@@ -80,10 +94,11 @@ def run(args: argparse.Namespace) -> Result:
             if args.tree:
                 tree = Path(args.tree).resolve()
                 cmds["--help (tree)"] = ([py, "-m", "console", "--help"], tree)
-                cmds["status --json (tree)"] = ([py, "-m", "console", "--hosts", str(toml), "status", "--json"],
-                                                tree)
-                cmds["status --json, no routers (tree)"] = ([py, "-m", "console", "--hosts", str(plain), "status",
-                                                             "--json"], tree)
+                cmds["status --json (tree)"] = ([py, "-m", "console", "--hosts", str(toml), "status", "--json"], tree)
+                cmds["status --json, no routers (tree)"] = (
+                    [py, "-m", "console", "--hosts", str(plain), "status", "--json"],
+                    tree,
+                )
             for argv, cwd in cmds.values():  # warm: bytecode written, page cache filled, for each side alike
                 timed(argv, cwd)
             times: dict[str, list[float]] = {k: [] for k in cmds}
@@ -100,13 +115,21 @@ def run(args: argparse.Namespace) -> Result:
         detail["--help import profile (tree)"] = import_profile(["-m", "console", "--help"], Path(args.tree))
     help_extra = med["--help"] - med["python -c pass"]
     status_extra = med["status --json"] - med["nvidia-smi stand-in + python -c pass"]
-    figure = (f"--help {med['--help']:.2f} s (+{help_extra * 1000:.0f} ms over python), status --json "
-              f"{med['status --json']:.2f} s (+{status_extra:.2f} s over nvidia-smi+python, "
-              f"{med['status --json'] / med['nvidia-smi stand-in + python -c pass']:.1f}x; "
-              f"{med['status --json, no routers']:.2f} s without the router)")
+    figure = (
+        f"--help {med['--help']:.2f} s (+{help_extra * 1000:.0f} ms over python), status --json "
+        f"{med['status --json']:.2f} s (+{status_extra:.2f} s over nvidia-smi+python, "
+        f"{med['status --json'] / med['nvidia-smi stand-in + python -c pass']:.1f}x; "
+        f"{med['status --json, no routers']:.2f} s without the router)"
+    )
     ok = help_extra <= HELP_EXTRA_S and status_extra <= STATUS_EXTRA_S
-    return Result("8 CLI start-up", figure, f"--help <= python +{HELP_EXTRA_S * 1000:.0f} ms, status --json <= "
-                  f"baseline +{STATUS_EXTRA_S:.1f} s", ok, detail, f"{args.repeat} interleaved rounds")
+    return Result(
+        "8 CLI start-up",
+        figure,
+        f"--help <= python +{HELP_EXTRA_S * 1000:.0f} ms, status --json <= baseline +{STATUS_EXTRA_S:.1f} s",
+        ok,
+        detail,
+        f"{args.repeat} interleaved rounds",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,8 +71,12 @@ def window(pid: int, seconds: float) -> float:
 def run(args: argparse.Namespace) -> Result:
     with ssh_sim_fleet(args.hosts) as fleet:
         toml, names, paths = asyncio.run(launch(fleet, args.servers_per_host, args.poll_ms))
-        con = TmuxConsole(toml, size=(args.cols, args.rows), profile=args.profile,  # type: ignore[arg-type]
-                          entry=args.entry).start()
+        con = TmuxConsole(
+            toml,
+            size=(args.cols, args.rows),
+            profile=args.profile,  # type: ignore[arg-type]
+            entry=args.entry,
+        ).start()
         try:
             con.wait_servers(len(names), 60)
             settle = con.settle(max_s=45, window_s=3)
@@ -95,17 +99,30 @@ def run(args: argparse.Namespace) -> Result:
         finally:
             con.stop()
     gpus = args.hosts * 8
-    detail = {"hosts": args.hosts, "servers": len(names), "lines/s per server": args.rate, "poll_ms": args.poll_ms,
-              "terminal": f"{args.cols}x{args.rows}", "GPU panes on screen": f"{shown} of {gpus}",
-              "window (s)": args.seconds, "start-up settle windows (%)": settle,
-              "console CPU after the logging stopped (% of a core)": round(idle, 1),
-              "console CPU with logging (% of a core)": round(busy, 1), "lines written": written,
-              "console RSS / peak (MiB)": (round(rss), round(hwm)), "machine during logging": box}
+    detail = {
+        "hosts": args.hosts,
+        "servers": len(names),
+        "lines/s per server": args.rate,
+        "poll_ms": args.poll_ms,
+        "terminal": f"{args.cols}x{args.rows}",
+        "GPU panes on screen": f"{shown} of {gpus}",
+        "window (s)": args.seconds,
+        "start-up settle windows (%)": settle,
+        "console CPU after the logging stopped (% of a core)": round(idle, 1),
+        "console CPU with logging (% of a core)": round(busy, 1),
+        "lines written": written,
+        "console RSS / peak (MiB)": (round(rss), round(hwm)),
+        "machine during logging": box,
+    }
     if shown < gpus:  # what the terminal showed instead, to tell a layout fault from a dialog or a dead console
         detail["screen with panes missing (first rows)"] = [ln.rstrip()[:160] for ln in screen.splitlines()[:12]]
-    return Result("2 console CPU, 8x8 GPUs, 16 servers x 50 lines/s", f"{busy:.1f}% of one core, {shown}/{gpus} "
-                  "panes on screen", "<= 10% of one core, every pane on screen", busy <= TARGET_PCT and shown >= gpus,
-                  detail)
+    return Result(
+        "2 console CPU, 8x8 GPUs, 16 servers x 50 lines/s",
+        f"{busy:.1f}% of one core, {shown}/{gpus} panes on screen",
+        "<= 10% of one core, every pane on screen",
+        busy <= TARGET_PCT and shown >= gpus,
+        detail,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,8 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hosts", type=int, default=8)
     ap.add_argument("--servers-per-host", type=int, default=2)
     ap.add_argument("--rate", type=float, default=50.0, help="lines/s per server")
-    ap.add_argument("--poll-ms", type=int, default=500,
-                    help="telemetry interval in hosts.toml (default 500: the test fleet's; the console's own is 1000)")
+    ap.add_argument(
+        "--poll-ms",
+        type=int,
+        default=500,
+        help="telemetry interval in hosts.toml (default 500: the test fleet's; the console's own is 1000)",
+    )
     ap.add_argument("--cols", type=int, default=300, help="terminal columns (default 300: 8 panes a row)")
     ap.add_argument("--rows", type=int, default=90, help="terminal rows (default 90: 8 host rows of panes)")
     ap.add_argument("--screen", metavar="PATH", help="save the fleet screen as tmux shows it (to check the panes)")

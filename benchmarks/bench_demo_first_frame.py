@@ -20,8 +20,10 @@ import time
 from benchmarks.common import ROOT, Result, bench_parser, report
 
 TARGET_S = 1.5
-BARE_APP = ("from textual.app import App\nfrom textual.widgets import Header\n"
-            "class A(App):\n    TITLE = 'dflash-console'\n    def compose(self):\n        yield Header()\nA().run()\n")
+BARE_APP = (
+    "from textual.app import App\nfrom textual.widgets import Header\n"
+    "class A(App):\n    TITLE = 'dflash-console'\n    def compose(self):\n        yield Header()\nA().run()\n"
+)
 
 
 def _tmux(sock: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -86,12 +88,18 @@ def run(args: argparse.Namespace) -> Result:
     if not header:
         return Result("7 --demo first frame", "no frame", f"<= {TARGET_S} s", False, {"runs": runs})
     best, med = min(header), sorted(header)[len(header) // 2]
-    detail = {"demo header (s), each run": header, "demo sim hosts visible (s)": hosts,
-              "bare Textual app header (s)": floor, "demo quit after q (s)": quits,
-              "ratio demo/bare (median)": round(med / sorted(floor)[len(floor) // 2], 2) if floor else None,
-              "command": demo, "runs that exited by themselves before any frame": early}
-    return Result("7 --demo first frame", f"{med:.2f} s median (best {best:.2f} s)", f"<= {TARGET_S} s",
-                  med <= TARGET_S, detail)
+    detail = {
+        "demo header (s), each run": header,
+        "demo sim hosts visible (s)": hosts,
+        "bare Textual app header (s)": floor,
+        "demo quit after q (s)": quits,
+        "ratio demo/bare (median)": round(med / sorted(floor)[len(floor) // 2], 2) if floor else None,
+        "command": demo,
+        "runs that exited by themselves before any frame": early,
+    }
+    return Result(
+        "7 --demo first frame", f"{med:.2f} s median (best {best:.2f} s)", f"<= {TARGET_S} s", med <= TARGET_S, detail
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

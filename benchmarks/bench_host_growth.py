@@ -28,6 +28,7 @@ the hosts the console declared down on any captured screen (a starved link looks
 6 s watchdog: reconnects are bursts of CPU).
 Targets: growth <= 0.3 % of a core per host; with 64 hosts key -> frame p95 <= 50 ms (bench 4's).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -160,18 +161,26 @@ def watch(toml: Path, hosts: int, args: argparse.Namespace, label: str, seconds:
         box = contention(before, seconds)
         kids_cpu = sum(c - kids0.get(p, (0, 0.0))[1] for p, (_, c) in kids1.items())
         shown = len(PANE_TITLE.findall(con.screen()))
-        out: dict[str, Any] = {"hosts": hosts, "all GPUs seen (s)": round(up, 1), "settle windows (%)": settle,
-                               "console CPU (% of a core)": round(cpu, 2), "5 s pieces (%)": parts,
-                               "console's child processes (% of a core)": round(100.0 * kids_cpu / seconds, 1),
-                               "GPU panes on screen": shown, "load average (1 min) at window start": round(load, 2),
-                               "machine": box}
+        out: dict[str, Any] = {
+            "hosts": hosts,
+            "all GPUs seen (s)": round(up, 1),
+            "settle windows (%)": settle,
+            "console CPU (% of a core)": round(cpu, 2),
+            "5 s pieces (%)": parts,
+            "console's child processes (% of a core)": round(100.0 * kids_cpu / seconds, 1),
+            "GPU panes on screen": shown,
+            "load average (1 min) at window start": round(load, 2),
+            "machine": box,
+        }
         if keys:
             c0, t0 = cpu_seconds(con.pid), time.monotonic()
             got, lost = presses(con, keys)
             busy, wall = cpu_seconds(con.pid) - c0, time.monotonic() - t0
             n = sum(len(v) for v in got.values()) + lost
             # the CPU a key costs, load-independent: the presses' CPU less the idle rate over their wall time
-            out["console CPU per key (ms, idle rate subtracted)"] = round(1000 * (busy - wall * cpu / 100) / max(n, 1), 1)
+            out["console CPU per key (ms, idle rate subtracted)"] = round(
+                1000 * (busy - wall * cpu / 100) / max(n, 1), 1
+            )
             every = [x for v in got.values() for x in v]
             out["keys ms"] = {"all": pcts(every), **{k: pcts(v) for k, v in got.items()}}
             out["key p95 ms"] = round((percentile(every, 95) or float("inf")) * 1000, 1)
@@ -278,9 +287,11 @@ def run(args: argparse.Namespace) -> Result:
             detail[f"slope, {kind} (% of a core per host)"] = round(g, 3)
         detail[f"key p95 by host count, {kind} (ms)"] = by_count(runs, "key p95 ms")
         detail[f"console CPU per key by host count, {kind} (ms)"] = by_count(
-            runs, "console CPU per key (ms, idle rate subtracted)")
-        detail[f"hosts seen down by host count, {kind}"] = {r["hosts"]: len(r["hosts seen down (from start)"])
-                                                           for r in runs}
+            runs, "console CPU per key (ms, idle rate subtracted)"
+        )
+        detail[f"hosts seen down by host count, {kind}"] = {
+            r["hosts"]: len(r["hosts seen down (from start)"]) for r in runs
+        }
     if ssh:
         detail["sshd fleet built (s)"] = round(built, 1)
     detail |= {f"sshd, {r['hosts']} hosts": r for r in ssh} | {f"local, {r['hosts']} hosts": r for r in loc}
@@ -290,31 +301,50 @@ def run(args: argparse.Namespace) -> Result:
     big_p95 = big.get("key p95 ms", float("inf"))
     lost = sum(r.get("presses lost (no frame within 5 s)", 0) for r in [*ssh, *loc])
     ok = per_host <= TARGET_PCT_PER_HOST and big_p95 <= TARGET_MS and not lost
-    fig = (f"{per_host:+.2f}% of a core per host ({growth_runs[0]['hosts']}->{growth_runs[-1]['hosts']} hosts, "
-           f"{growth_kind}); {big['hosts']} {'local' if loc else 'sshd'} hosts: key p95 "
-           + (f"{big_p95:.0f} ms" if big_p95 != float("inf") else "none (no key answered)"))
+    fig = (
+        f"{per_host:+.2f}% of a core per host ({growth_runs[0]['hosts']}->{growth_runs[-1]['hosts']} hosts, "
+        f"{growth_kind}); {big['hosts']} {'local' if loc else 'sshd'} hosts: key p95 "
+        + (f"{big_p95:.0f} ms" if big_p95 != float("inf") else "none (no key answered)")
+    )
     if n_down := len(big["hosts seen down (from start)"]):
         fig += f", {n_down} hosts seen down"
-    return Result(f"9 console CPU per idle host; {big['hosts']} hosts responsive", fig,
-                  f"<= {TARGET_PCT_PER_HOST}% of a core per host; key p95 <= {TARGET_MS:.0f} ms", ok, detail,
-                  f"{lost} presses lost (no frame within 5 s)" if lost else "")
+    return Result(
+        f"9 console CPU per idle host; {big['hosts']} hosts responsive",
+        fig,
+        f"<= {TARGET_PCT_PER_HOST}% of a core per host; key p95 <= {TARGET_MS:.0f} ms",
+        ok,
+        detail,
+        f"{lost} presses lost (no frame within 5 s)" if lost else "",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = bench_parser(__doc__)
-    ap.add_argument("--counts", default="4,16", help=f"sshd host counts for the slope (comma-separated, <= "
-                    f"{MAX_SSHD_HOSTS}; '': none, the local counts' slope is the figure)")
+    ap.add_argument(
+        "--counts",
+        default="4,16",
+        help=f"sshd host counts for the slope (comma-separated, <= "
+        f"{MAX_SSHD_HOSTS}; '': none, the local counts' slope is the figure)",
+    )
     ap.add_argument("--seconds", type=float, default=20.0, help="CPU window at each sshd count")
     ap.add_argument("--settle", type=float, default=20.0, help="most seconds to wait for start-up CPU to settle")
-    ap.add_argument("--local-counts", default="4,64", help="local-transport host counts, keys pressed at each; the "
-                    "last is the responsiveness figure ('': none, the largest sshd count's keys decide)")
+    ap.add_argument(
+        "--local-counts",
+        default="4,64",
+        help="local-transport host counts, keys pressed at each; the "
+        "last is the responsiveness figure ('': none, the largest sshd count's keys decide)",
+    )
     ap.add_argument("--local-seconds", type=float, default=12.0, help="CPU window at each local count")
     ap.add_argument("--presses", type=int, default=12, help="rounds of 4 keys (right, left, ?, escape)")
     ap.add_argument("--poll-ms", type=int, default=1000, help="telemetry interval (the console's default: 1000)")
     ap.add_argument("--cols", type=int, default=200)
     ap.add_argument("--rows", type=int, default=60)
-    ap.add_argument("--profile", metavar="PATH", help="run each console under pyinstrument (.pyisession: session); "
-                    "writes PATH with the run's label before the suffix, e.g. X.sshd16.pyisession")
+    ap.add_argument(
+        "--profile",
+        metavar="PATH",
+        help="run each console under pyinstrument (.pyisession: session); "
+        "writes PATH with the run's label before the suffix, e.g. X.sshd16.pyisession",
+    )
     ap.add_argument("--entry", metavar="SCRIPT", help="run this script instead of `-m console` (try a fix)")
     return report(run, ap.parse_args(argv))
 

@@ -37,10 +37,15 @@ async def measure(url: str, concurrency: int, output_len: int, requests: int) ->
         cpu0, t0 = time.process_time(), time.perf_counter()
         lv = await g.run_level(concurrency)
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
-    return {"wall_tok_s": round(lv.output_tokens / wall), "client_cpu_pct": round(100 * cpu / wall, 1),
-            "tok_per_cpu_s": round(lv.output_tokens / cpu) if cpu > 0 else 0.0, "tokens": lv.output_tokens,
-            "errors": lv.errors, "ttft_p50_ms": round((lv.ttft_p50_s or 0) * 1000, 2),
-            "itl_p50_ms": round((lv.itl_p50_s or 0) * 1000, 3)}
+    return {
+        "wall_tok_s": round(lv.output_tokens / wall),
+        "client_cpu_pct": round(100 * cpu / wall, 1),
+        "tok_per_cpu_s": round(lv.output_tokens / cpu) if cpu > 0 else 0.0,
+        "tokens": lv.output_tokens,
+        "errors": lv.errors,
+        "ttft_p50_ms": round((lv.ttft_p50_s or 0) * 1000, 2),
+        "itl_p50_ms": round((lv.itl_p50_s or 0) * 1000, 3),
+    }
 
 
 def bench_serving(url: str, concurrency: int, output_len: int, requests: int) -> dict[str, object]:
@@ -48,17 +53,44 @@ def bench_serving(url: str, concurrency: int, output_len: int, requests: int) ->
     from console.sglang.bench_serving_parse import parse_summary
 
     with tempfile.TemporaryDirectory(prefix="bench6-") as d:
-        argv = ["taskset", "-c", "0", sys.executable, "-c", "from console.sim.bench import main; main()",
-                "--backend", "sglang-oai-chat", "--base-url", url, "--dataset-name", "random-ids",
-                "--num-prompts", str(requests), "--max-concurrency", str(concurrency), "--random-input-len", "32",
-                "--random-output-len", str(output_len), "--random-range-ratio", "1.0", "--model", "fake",
-                "--output-file", str(Path(d) / "out.jsonl")]
+        argv = [
+            "taskset",
+            "-c",
+            "0",
+            sys.executable,
+            "-c",
+            "from console.sim.bench import main; main()",
+            "--backend",
+            "sglang-oai-chat",
+            "--base-url",
+            url,
+            "--dataset-name",
+            "random-ids",
+            "--num-prompts",
+            str(requests),
+            "--max-concurrency",
+            str(concurrency),
+            "--random-input-len",
+            "32",
+            "--random-output-len",
+            str(output_len),
+            "--random-range-ratio",
+            "1.0",
+            "--model",
+            "fake",
+            "--output-file",
+            str(Path(d) / "out.jsonl"),
+        ]
         p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     if p.returncode:
         return {"error": (p.stderr or p.stdout).strip().splitlines()[-1:]}
     s = parse_summary(p.stdout)
-    return {"output_tok_s": s.num("Output token throughput (tok/s)"), "median_ttft_ms": s.num("Median TTFT (ms)"),
-            "median_itl_ms": s.num("Median ITL (ms)"), "successful": s.num("Successful requests")}
+    return {
+        "output_tok_s": s.num("Output token throughput (tok/s)"),
+        "median_ttft_ms": s.num("Median TTFT (ms)"),
+        "median_itl_ms": s.num("Median ITL (ms)"),
+        "successful": s.num("Successful requests"),
+    }
 
 
 def run(args: argparse.Namespace) -> Result:
@@ -73,8 +105,10 @@ def run(args: argparse.Namespace) -> Result:
             refs.append(bench_serving(url, args.concurrency, args.output_len, args.requests))
     paced = max(runs, key=lambda r: r["wall_tok_s"])
     ref = max(refs, key=lambda r: r.get("output_tok_s") or 0.0)  # type: ignore[arg-type, return-value]
-    detail[f"paced, C={args.concurrency}, a step every {args.step * 1000:g} ms ({offered:,.0f} tok/s offered), "
-           f"best of {args.rounds}"] = paced
+    detail[
+        f"paced, C={args.concurrency}, a step every {args.step * 1000:g} ms ({offered:,.0f} tok/s offered), "
+        f"best of {args.rounds}"
+    ] = paced
     detail["paced, every round (tok/s)"] = [r["wall_tok_s"] for r in runs]
     detail["sglang.bench_serving (sim's, aiohttp) same load, best"] = ref
     detail["sglang.bench_serving every round (tok/s)"] = [r.get("output_tok_s") for r in refs]
@@ -83,13 +117,24 @@ def run(args: argparse.Namespace) -> Result:
         detail["saturated, C=64, steps as fast as the peer can"] = sat
     streamed = float(paced["wall_tok_s"])
     ref_tok = ref.get("output_tok_s")
-    vs = (f"; bench_serving {ref_tok:,.0f} tok/s on the same load ({streamed / ref_tok:.2f}x)"
-          if isinstance(ref_tok, float) and ref_tok > 0 else "; bench_serving: no figure")
-    figure = (f"{streamed:,.0f} tok/s streamed at {paced['client_cpu_pct']}% of one core, one token per packet"
-              f"{vs}; saturated {sat['wall_tok_s']:,} tok/s")
+    vs = (
+        f"; bench_serving {ref_tok:,.0f} tok/s on the same load ({streamed / ref_tok:.2f}x)"
+        if isinstance(ref_tok, float) and ref_tok > 0
+        else "; bench_serving: no figure"
+    )
+    figure = (
+        f"{streamed:,.0f} tok/s streamed at {paced['client_cpu_pct']}% of one core, one token per packet"
+        f"{vs}; saturated {sat['wall_tok_s']:,} tok/s"
+    )
     ok = streamed >= TARGET and not paced["errors"] and not sat["errors"]
-    return Result("6 load-generator ceiling", figure, ">= 20,000 tok/s streamed, one core", ok, detail,
-                  f"{offered:,.0f} tok/s offered: a figure below it with the core under 90% busy means the peer lagged")
+    return Result(
+        "6 load-generator ceiling",
+        figure,
+        ">= 20,000 tok/s streamed, one core",
+        ok,
+        detail,
+        f"{offered:,.0f} tok/s offered: a figure below it with the core under 90% busy means the peer lagged",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -45,7 +45,7 @@ def _scan(seen: dict[int, float], lines: Sequence[str], start: int) -> int:
         i = ln.find(MARK + " ")
         if i >= 0:
             with contextlib.suppress(ValueError):
-                seen.setdefault(int(ln[i + len(MARK) + 1:].split()[0]), now)
+                seen.setdefault(int(ln[i + len(MARK) + 1 :].split()[0]), now)
     return len(lines)
 
 
@@ -88,8 +88,21 @@ async def measure(args: argparse.Namespace) -> dict[str, dict[int, float]]:
 
             view.pull = pull  # type: ignore[method-assign]
             s = host.ssh
-            raw = subprocess.Popen([sys.executable, "-c", RAW_TAIL, s.address, str(s.port), s.user,
-                                    str(s.client_key), str(s.known_hosts), path], stdout=subprocess.PIPE, text=True)
+            raw = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    RAW_TAIL,
+                    s.address,
+                    str(s.port),
+                    s.user,
+                    str(s.client_key),
+                    str(s.known_hosts),
+                    path,
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
             assert raw.stdout is not None
             ready = await asyncio.to_thread(raw.stdout.readline)
             if ready.strip() != "READY":
@@ -126,9 +139,14 @@ def run(args: argparse.Namespace) -> Result:
     detail["state p95 - raw p95 (ms)"] = round(p95["state"] - p95["raw"], 1)
     missing = len(w) - len(lat["pane"])
     ok = delta <= TARGET_MS and missing == 0
-    return Result("1 log line -> log pane (real sshd)", f"pane p95 {p95['pane']:.1f} ms vs raw tail {p95['raw']:.1f} ms "
-                  f"(+{delta:.1f} ms)", "p95 within +50 ms of raw", ok, detail,
-                  f"{missing} lines never reached the pane" if missing else "")
+    return Result(
+        "1 log line -> log pane (real sshd)",
+        f"pane p95 {p95['pane']:.1f} ms vs raw tail {p95['raw']:.1f} ms (+{delta:.1f} ms)",
+        "p95 within +50 ms of raw",
+        ok,
+        detail,
+        f"{missing} lines never reached the pane" if missing else "",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

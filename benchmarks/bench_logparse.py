@@ -11,7 +11,11 @@ from pathlib import Path
 
 from console.sglang.logparse import LogParser
 
-SAMPLES = (Path(__file__).resolve().parents[2] / "shared" / "samples" / "sglang-logs") if (Path(__file__).resolve().parents[2] / "shared").is_dir() else Path("/work/shared/samples/sglang-logs")
+SAMPLES = (
+    (Path(__file__).resolve().parents[2] / "shared" / "samples" / "sglang-logs")
+    if (Path(__file__).resolve().parents[2] / "shared").is_dir()
+    else Path("/work/shared/samples/sglang-logs")
+)
 
 
 def corpus(min_lines: int) -> tuple[bytes, int]:
@@ -23,8 +27,12 @@ def corpus(min_lines: int) -> tuple[bytes, int]:
 
 def serving_corpus(min_lines: int) -> tuple[bytes, int]:
     """Only the runtime batch/access lines (what a long-running server's log is mostly made of)."""
-    keep = [ln for p in sorted(SAMPLES.glob("*.log")) for ln in p.read_bytes().splitlines()
-            if b"Decode batch" in ln or b"Prefill batch" in ln or b"HTTP/1.1" in ln]
+    keep = [
+        ln
+        for p in sorted(SAMPLES.glob("*.log"))
+        for ln in p.read_bytes().splitlines()
+        if b"Decode batch" in ln or b"Prefill batch" in ln or b"HTTP/1.1" in ln
+    ]
     one = b"\n".join(keep) + b"\n"
     reps = max(1, -(-min_lines // len(keep)))
     return one * reps, len(keep) * reps
@@ -35,7 +43,7 @@ def run(data: bytes, chunk: int) -> tuple[float, float, int]:
     p = LogParser()
     c0, t0 = time.thread_time(), time.perf_counter()
     for i in range(0, len(data), chunk):
-        p.feed(data[i:i + chunk])
+        p.feed(data[i : i + chunk])
     p.close()
     p.snapshot()
     return time.thread_time() - c0, time.perf_counter() - t0, p.lines
@@ -50,8 +58,10 @@ def main() -> None:
     a = ap.parse_args()
     for name, (data, _) in (("all samples", corpus(a.lines)), ("serving lines", serving_corpus(a.lines))):
         cpu, wall, lines = min(run(data, a.chunk) for _ in range(a.repeat))
-        print(f"{name:14s} {lines:>9,d} lines {len(data) / 1e6:6.1f} MB  cpu {cpu:6.3f} s (wall {wall:6.3f} s)  "
-              f"{lines / cpu:>10,.0f} lines/s  {len(data) / cpu / 1e6:6.1f} MB/s  (one core, CPU time)")
+        print(
+            f"{name:14s} {lines:>9,d} lines {len(data) / 1e6:6.1f} MB  cpu {cpu:6.3f} s (wall {wall:6.3f} s)  "
+            f"{lines / cpu:>10,.0f} lines/s  {len(data) / cpu / 1e6:6.1f} MB/s  (one core, CPU time)"
+        )
     if a.profile:
         import cProfile
         import pstats

@@ -29,8 +29,12 @@ CAP = 20_000
 
 
 def real_lines() -> list[str]:
-    keep = [ln for p in sorted(SAMPLES.glob("*.log")) for ln in p.read_text(errors="replace").splitlines()
-            if "Decode batch" in ln or "Prefill batch" in ln or "HTTP/1.1" in ln or "WARNING" in ln]
+    keep = [
+        ln
+        for p in sorted(SAMPLES.glob("*.log"))
+        for ln in p.read_text(errors="replace").splitlines()
+        if "Decode batch" in ln or "Prefill batch" in ln or "HTTP/1.1" in ln or "WARNING" in ln
+    ]
     return keep or ["[2025-06-01 10:00:00] Decode batch. #running-req: 3, gen throughput (token/s): 90.1"]
 
 
@@ -77,22 +81,31 @@ async def measure(pulls: int, per_pull: int, cap: int = CAP) -> dict[str, dict[s
                 walls.append(time.perf_counter() - t0)
                 cpus.append(time.thread_time() - c0)
                 await pilot.pause()  # the frame it asked for, as between real pulls
-            out[mode] = {"wall_ms_p50": round(1000 * (percentile(walls, 50) or 0), 3),
-                         "wall_ms_p95": round(1000 * (percentile(walls, 95) or 0), 3),
-                         "cpu_ms_mean": round(1000 * sum(cpus) / len(cpus), 3)}
+            out[mode] = {
+                "wall_ms_p50": round(1000 * (percentile(walls, 50) or 0), 3),
+                "wall_ms_p95": round(1000 * (percentile(walls, 95) or 0), 3),
+                "cpu_ms_mean": round(1000 * sum(cpus) / len(cpus), 3),
+            }
     return out
 
 
 def run(args: argparse.Namespace) -> object:
     from benchmarks.common import Result
 
-    detail: dict[str, object] = {"console": asyncio.run(measure(args.pulls, args.per_pull)),
-                                 "baseline: 5k-line buffer": asyncio.run(measure(args.pulls, args.per_pull, 5000))}
+    detail: dict[str, object] = {
+        "console": asyncio.run(measure(args.pulls, args.per_pull)),
+        "baseline: 5k-line buffer": asyncio.run(measure(args.pulls, args.per_pull, 5000)),
+    }
     if args.tree:
         tree = Path(args.tree).resolve()
-        p = subprocess.run([sys.executable, str(HERE), "--inner", "--pulls", str(args.pulls),
-                            "--per-pull", str(args.per_pull)], cwd=tree, capture_output=True, text=True,
-                           timeout=600, env=dict(os.environ, PYTHONPATH=f"{tree}{os.pathsep}{ROOT}"))
+        p = subprocess.run(
+            [sys.executable, str(HERE), "--inner", "--pulls", str(args.pulls), "--per-pull", str(args.per_pull)],
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=dict(os.environ, PYTHONPATH=f"{tree}{os.pathsep}{ROOT}"),
+        )
         if p.returncode:
             detail["tree"] = f"failed: {p.stderr.strip().splitlines()[-1:]}"
         else:
@@ -108,8 +121,14 @@ def run(args: argparse.Namespace) -> object:
     if isinstance(detail.get("tree"), dict):
         old = max(detail["tree"][m]["cpu_ms_mean"] for m in ("plain", "search", "filtered"))  # type: ignore[index]
         fig += f"; tree {old:.3f} ms ({old / worst:.0f}x)"
-    return Result("- LogView pull", fig, "20k-line pull <= 1.5x the 5k-line pull", ratio <= 1.5, detail,
-                  f"{args.pulls} pulls of {args.per_pull} lines each mode, 20k-line buffer, 200x50")
+    return Result(
+        "- LogView pull",
+        fig,
+        "20k-line pull <= 1.5x the 5k-line pull",
+        ratio <= 1.5,
+        detail,
+        f"{args.pulls} pulls of {args.per_pull} lines each mode, 20k-line buffer, 200x50",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -70,8 +70,14 @@ async def console_phase(fleet: object, seconds: float, settle: float) -> dict[st
         rate = await asyncio.to_thread(spawns_per_min, host.ssh, seconds, cost)
         stop.set()
         await sampler
-        return {"servers": len(names), "settle (s)": settle, "spawns_per_min": round(rate, 1), "channels_peak": peak,
-                "streams_opened_in_window": link.streams_opened - streams0, "connections": 1}
+        return {
+            "servers": len(names),
+            "settle (s)": settle,
+            "spawns_per_min": round(rate, 1),
+            "channels_peak": peak,
+            "streams_opened_in_window": link.streams_opened - streams0,
+            "connections": 1,
+        }
     finally:
         await ctl.close()
 
@@ -80,9 +86,23 @@ def naive_phase(fleet: object, seconds: float) -> dict[str, object]:
     """`ssh host nvidia-smi` once a second (a fresh connection each time), as a simple poller would."""
     host = next(iter(fleet.hosts.values()))  # type: ignore[attr-defined]
     s = host.ssh
-    argv = ["ssh", "-F", "/dev/null", "-i", str(s.client_key), "-o", f"UserKnownHostsFile={s.known_hosts}",
-            "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-p", str(s.port), f"{s.user}@{s.address}",
-            "nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader"]
+    argv = [
+        "ssh",
+        "-F",
+        "/dev/null",
+        "-i",
+        str(s.client_key),
+        "-o",
+        f"UserKnownHostsFile={s.known_hosts}",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        "BatchMode=yes",
+        "-p",
+        str(s.port),
+        f"{s.user}@{s.address}",
+        "nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader",
+    ]
     cost = read_cost(s)
     p0 = last_pid(s)
     t0 = time.monotonic()
@@ -95,8 +115,12 @@ def naive_phase(fleet: object, seconds: float) -> dict[str, object]:
         time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
     elapsed = time.monotonic() - t0
     p1 = last_pid(s)
-    return {"spawns_per_min": round(max(0, p1 - p0 - cost) * 60.0 / elapsed, 1), "channels_per_connection": 1,
-            "connections_per_min": round(runs * 60.0 / elapsed, 1), "failed_polls": fails}
+    return {
+        "spawns_per_min": round(max(0, p1 - p0 - cost) * 60.0 / elapsed, 1),
+        "channels_per_connection": 1,
+        "connections_per_min": round(runs * 60.0 / elapsed, 1),
+        "failed_polls": fails,
+    }
 
 
 def breakdown(fleet: object, seconds: float, log_paths: list[str]) -> dict[str, float]:
@@ -106,8 +130,10 @@ def breakdown(fleet: object, seconds: float, log_paths: list[str]) -> dict[str, 
 
     host = next(iter(fleet.hosts.values()))  # type: ignore[attr-defined]
     s = host.ssh
-    loops = {"log tail loop (logtail.TAIL_SCRIPT, 2 files)": tail_command([(p, 0) for p in log_paths]),
-             "process loop (monitor.proc_loop_command)": proc_loop_command()}
+    loops = {
+        "log tail loop (logtail.TAIL_SCRIPT, 2 files)": tail_command([(p, 0) for p in log_paths]),
+        "process loop (monitor.proc_loop_command)": proc_loop_command(),
+    }
     out: dict[str, float] = {}
     cost = read_cost(s)
     for label, cmd in loops.items():
@@ -126,19 +152,33 @@ def run(args: argparse.Namespace) -> Result:
         parts = breakdown(fleet, min(args.seconds, 6.0), logs) if logs else {}
     spm = float(con["spawns_per_min"])  # type: ignore[arg-type]
     ch = int(con["channels_peak"])  # type: ignore[call-overload]
-    detail = {"console": con, "sh fallback loops alone, without the agent (spawns/min)": parts, "naive ssh+nvidia-smi poller": naive,
-              "ratio console/naive spawns": round(spm / max(float(naive["spawns_per_min"]), 1e-9), 4)}
+    detail = {
+        "console": con,
+        "sh fallback loops alone, without the agent (spawns/min)": parts,
+        "naive ssh+nvidia-smi poller": naive,
+        "ratio console/naive spawns": round(spm / max(float(naive["spawns_per_min"]), 1e-9), 4),
+    }
     ok = spm <= TARGET_SPAWNS and ch <= TARGET_CHANNELS
-    return Result("3 remote cost per host", f"{spm:,.0f} spawns/min/host, {ch} channels (1 connection)",
-                  "<= 2 spawns/min/host, <= 8 channels", ok, detail,
-                  "" if spm <= TARGET_SPAWNS else
-                  "spawns come from the remote shell loops: see the report (logtail.TAIL_SCRIPT, monitor.proc_loop_command)")
+    return Result(
+        "3 remote cost per host",
+        f"{spm:,.0f} spawns/min/host, {ch} channels (1 connection)",
+        "<= 2 spawns/min/host, <= 8 channels",
+        ok,
+        detail,
+        ""
+        if spm <= TARGET_SPAWNS
+        else "spawns come from the remote shell loops: see the report (logtail.TAIL_SCRIPT, monitor.proc_loop_command)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = bench_parser(__doc__)
-    ap.add_argument("--seconds", type=float, default=60.0,
-                    help="steady-state window per phase (a minute: the slow loops run once a minute)")
+    ap.add_argument(
+        "--seconds",
+        type=float,
+        default=60.0,
+        help="steady-state window per phase (a minute: the slow loops run once a minute)",
+    )
     ap.add_argument("--settle", type=float, default=20.0, help="seconds after the launches before the window opens")
     return report(run, ap.parse_args(argv))
 

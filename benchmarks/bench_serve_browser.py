@@ -72,8 +72,9 @@ def _stamped(mirror) -> list[tuple[float, bytes]]:
     """From here the caller feeds the mirror's screen, after each frame is stamped."""
     frames: list[tuple[float, bytes]] = []
     mirror.paused = True
-    mirror.sockets[0].on("framereceived", lambda p: frames.append((time.perf_counter(), p))
-                         if isinstance(p, bytes) else None)
+    mirror.sockets[0].on(
+        "framereceived", lambda p: frames.append((time.perf_counter(), p)) if isinstance(p, bytes) else None
+    )
     return frames
 
 
@@ -91,37 +92,56 @@ def run(args: argparse.Namespace) -> Result:
     from tests.serve.served import serve
 
     t0 = time.perf_counter()
-    with serve("--demo") as ours, serve("--demo", env={"DFC_SERVE_DRIVER": TEXTUAL_DRIVER}) as theirs, \
-            sync_playwright() as pw:
+    with (
+        serve("--demo") as ours,
+        serve("--demo", env={"DFC_SERVE_DRIVER": TEXTUAL_DRIVER}) as theirs,
+        sync_playwright() as pw,
+    ):
         banner_s = time.perf_counter() - t0  # both started one after the other
         browser = pw.chromium.launch(executable_path=path, args=["--no-sandbox"])
         try:
             page, mirror, first_byte_s, panes_s = _open(browser, ours, TerminalMirror)
             page_t, mirror_t, _, _ = _open(browser, theirs, TerminalMirror)
             frames, frames_t = _stamped(mirror), _stamped(mirror_t)
-            keys: dict[str, list[float]] = {"?": [], "escape": [], "escape (Textual's WebDriver)": [],
-                                            "? (Textual's WebDriver)": []}
+            keys: dict[str, list[float]] = {
+                "?": [],
+                "escape": [],
+                "escape (Textual's WebDriver)": [],
+                "? (Textual's WebDriver)": [],
+            }
             for _ in range(args.presses):  # interleaved, so both drivers see the same machine
-                for pg, mi, fr, tag in ((page, mirror, frames, ""), (page_t, mirror_t, frames_t, " (Textual's WebDriver)")):
+                for pg, mi, fr, tag in (
+                    (page, mirror, frames, ""),
+                    (page_t, mirror_t, frames_t, " (Textual's WebDriver)"),
+                ):
                     pg.wait_for_timeout(300)  # between presses, as a person types
                     keys["?" + tag].append(_key_to_frame(pg, mi, fr, "?", lambda text: "keymap id" in text))
                     pg.wait_for_timeout(300)
-                    keys["escape" + tag].append(_key_to_frame(pg, mi, fr, "Escape", lambda text: "keymap id" not in text))
+                    keys["escape" + tag].append(
+                        _key_to_frame(pg, mi, fr, "Escape", lambda text: "keymap id" not in text)
+                    )
             rss = _rss_mib(min(ours.children()))
         finally:
             browser.close()
     p = {k: pcts(v) for k, v in keys.items()}
     worst = max(p["?"]["p95"] or 0, p["escape"]["p95"] or 0)
     ok = panes_s <= TARGET_PANES_S and worst <= TARGET_KEY_MS
-    return Result(name, f"panes {panes_s:.2f} s, ? p95 {p['?']['p95']} ms, esc p95 {p['escape']['p95']} ms", target,
-                  ok, {
-                      "two serve starts (spawn -> URL printed)": f"{banner_s:.2f} s",
-                      "page open -> first byte": f"{first_byte_s:.2f} s",
-                      "page open -> GPU panes on screen": f"{panes_s:.2f} s",
-                      **{f"{k} -> frame (ms)": v for k, v in p.items()},
-                      "presses": args.presses, "session console RSS": f"{rss} MiB",
-                      "load average": os.getloadavg()[0], "cpus": os.cpu_count(),
-                  })
+    return Result(
+        name,
+        f"panes {panes_s:.2f} s, ? p95 {p['?']['p95']} ms, esc p95 {p['escape']['p95']} ms",
+        target,
+        ok,
+        {
+            "two serve starts (spawn -> URL printed)": f"{banner_s:.2f} s",
+            "page open -> first byte": f"{first_byte_s:.2f} s",
+            "page open -> GPU panes on screen": f"{panes_s:.2f} s",
+            **{f"{k} -> frame (ms)": v for k, v in p.items()},
+            "presses": args.presses,
+            "session console RSS": f"{rss} MiB",
+            "load average": os.getloadavg()[0],
+            "cpus": os.cpu_count(),
+        },
+    )
 
 
 def main() -> int:

@@ -24,8 +24,16 @@ RATE = 8000.0
 
 def formula(c: int) -> tuple[float, float]:
     """(total tok/s, one decode iteration in s) from the sim's own formula at concurrency c."""
-    e = Engine(peak_per_gpu=RATE, tp=1, half=BLACKWELL_SPEC.half_concurrency, max_running=128, max_tokens=10**6,
-               prefix="", hybrid=False, mamba_slots=1)
+    e = Engine(
+        peak_per_gpu=RATE,
+        tp=1,
+        half=BLACKWELL_SPEC.half_concurrency,
+        max_running=128,
+        max_tokens=10**6,
+        prefix="",
+        hybrid=False,
+        mamba_slots=1,
+    )
     return e.total_tok_s(c), e.iteration_time(c)
 
 
@@ -36,9 +44,13 @@ async def measure(url: str, levels: tuple[int, ...], output_len: int) -> dict[st
         for c in levels:
             lv = await g.run_level(c)
             tok_s, it_s = formula(c)
-            out[f"C={c}"] = {"measured_tok_s": round(lv.output_throughput_tok_s, 1), "formula_tok_s": round(tok_s, 1),
-                             "ratio": round(lv.output_throughput_tok_s / tok_s, 3),
-                             "itl_ratio": round((lv.itl_p50_s or 0) / it_s, 3), "errors": lv.errors}
+            out[f"C={c}"] = {
+                "measured_tok_s": round(lv.output_throughput_tok_s, 1),
+                "formula_tok_s": round(tok_s, 1),
+                "ratio": round(lv.output_throughput_tok_s / tok_s, 3),
+                "itl_ratio": round((lv.itl_p50_s or 0) / it_s, 3),
+                "errors": lv.errors,
+            }
     return out
 
 
@@ -48,8 +60,11 @@ def run(args: argparse.Namespace) -> Result:
         detail = asyncio.run(measure(sim.url, levels, args.output_len))
     ratios = [v["ratio"] for v in detail.values()]
     itls = [v["itl_ratio"] for v in detail.values()]
-    ok = all(0.85 <= r <= 1.15 for r in ratios) and all(0.75 <= r <= 1.25 for r in itls) and not any(
-        v["errors"] for v in detail.values())
+    ok = (
+        all(0.85 <= r <= 1.15 for r in ratios)
+        and all(0.75 <= r <= 1.25 for r in itls)
+        and not any(v["errors"] for v in detail.values())
+    )
     fig = "measured/formula tok/s " + ", ".join(f"{r:.2f}" for r in ratios) + f" at C={args.concurrency}"
     return Result("sim fidelity (rate formula)", fig, "within ±15 % (ITL ±25 %)", ok, detail)
 

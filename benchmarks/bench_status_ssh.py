@@ -29,16 +29,34 @@ QUERY = "nvidia-smi --query-gpu=index,name,memory.used,memory.total,utilization.
 
 def ssh_argv(host: object) -> list[str]:
     s = host.ssh  # type: ignore[attr-defined]
-    return ["ssh", "-F", "/dev/null", "-i", str(s.client_key), "-o", f"UserKnownHostsFile={s.known_hosts}",
-            "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-p", str(s.port), f"{s.user}@{s.address}",
-            QUERY]
+    return [
+        "ssh",
+        "-F",
+        "/dev/null",
+        "-i",
+        str(s.client_key),
+        "-o",
+        f"UserKnownHostsFile={s.known_hosts}",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        "BatchMode=yes",
+        "-p",
+        str(s.port),
+        f"{s.user}@{s.address}",
+        QUERY,
+    ]
 
 
 def timed_parallel(argvs: list[list[str]], cwd: Path = ROOT) -> float:
     """Wall seconds until every command finished (all started at once); a failure is an error."""
     t0 = time.perf_counter()
-    ps = [subprocess.Popen(a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd,
-                           env=dict(os.environ, PYTHONPATH=str(cwd))) for a in argvs]
+    ps = [
+        subprocess.Popen(
+            a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(cwd))
+        )
+        for a in argvs
+    ]
     errs = [p.communicate(timeout=120)[1] for p in ps]
     dt = time.perf_counter() - t0
     bad = [(p.returncode, e.decode()[-300:]) for p, e in zip(ps, errs, strict=True) if p.returncode not in (0,)]
@@ -68,21 +86,31 @@ def run(args: argparse.Namespace) -> Result:
     import json
 
     doc = json.loads(out)
-    seen = {"hosts up": sum(h["state"] == "up" for h in doc["hosts"]),
-            "GPUs": sum(len(h["gpus"]) for h in doc["hosts"]),
-            "servers with /health ok": sum(s["health"] == "ok" for s in doc["servers"])}
-    detail: dict[str, object] = {"hosts": args.hosts, "servers": len(names),
-                                 f"ssh host nvidia-smi x{args.hosts} in parallel median (s)": round(mb, 3),
-                                 "status --json median (s)": round(ms, 3),
-                                 "max (s)": {"ssh": round(max(tb), 3), "status": round(max(ts), 3)},
-                                 "the last status saw": seen}
+    seen = {
+        "hosts up": sum(h["state"] == "up" for h in doc["hosts"]),
+        "GPUs": sum(len(h["gpus"]) for h in doc["hosts"]),
+        "servers with /health ok": sum(s["health"] == "ok" for s in doc["servers"]),
+    }
+    detail: dict[str, object] = {
+        "hosts": args.hosts,
+        "servers": len(names),
+        f"ssh host nvidia-smi x{args.hosts} in parallel median (s)": round(mb, 3),
+        "status --json median (s)": round(ms, 3),
+        "max (s)": {"ssh": round(max(tb), 3), "status": round(max(ts), 3)},
+        "the last status saw": seen,
+    }
     if tt:
         detail[f"status --json of {args.tree} median (s)"] = round(statistics.median(tt), 3)
         detail["max (s)"]["tree"] = round(max(tt), 3)  # type: ignore[index]
     ok = ms - mb <= EXTRA_S and seen["hosts up"] == args.hosts and seen["servers with /health ok"] == len(names)
-    return Result("8b status --json over sshd", f"{ms:.2f} s for {args.hosts} hosts vs {mb:.2f} s for ssh+nvidia-smi "
-                  f"(+{ms - mb:.2f} s)", f"<= baseline +{EXTRA_S:.1f} s, every host and server seen", ok, detail,
-                  f"{args.repeat} interleaved rounds")
+    return Result(
+        "8b status --json over sshd",
+        f"{ms:.2f} s for {args.hosts} hosts vs {mb:.2f} s for ssh+nvidia-smi (+{ms - mb:.2f} s)",
+        f"<= baseline +{EXTRA_S:.1f} s, every host and server seen",
+        ok,
+        detail,
+        f"{args.repeat} interleaved rounds",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -95,8 +95,13 @@ class SimProc:
 
 
 @contextlib.contextmanager
-def sim_server(root: Path, token_rate: str = "inf", cpu: int | None = None, preset: str = "qwen36-bench",
-               extra_env: dict[str, str] | None = None) -> Iterator[SimProc]:
+def sim_server(
+    root: Path,
+    token_rate: str = "inf",
+    cpu: int | None = None,
+    preset: str = "qwen36-bench",
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[SimProc]:
     """One sim SGLang server (blackwell host, `preset`) on a free port; DFLASH_SIM_TOKEN_RATE=inf is zero-delay."""
     from console.config import load_fleet
     from console.sglang.command import plan_launch
@@ -112,8 +117,9 @@ def sim_server(root: Path, token_rate: str = "inf", cpu: int | None = None, pres
     env = dict(os.environ) | plan.env | {"DFLASH_SIM_TOKEN_RATE": token_rate} | (extra_env or {})
     log = root / f"server-{port}.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(url + "/health", 60, proc)
@@ -129,8 +135,10 @@ def sim_server(root: Path, token_rate: str = "inf", cpu: int | None = None, pres
 def fake_server_proc(cpu: int | None = None, options: str = "") -> Iterator[str]:
     """The raw fake SSE peer (benchmarks/fakesse.py) in its own process; `options` are FakeOptions kwargs."""
     port = free_port()
-    code = ("import asyncio,sys; from benchmarks.fakesse import FakeSSEServer, FakeOptions; "
-            f"asyncio.run(FakeSSEServer(FakeOptions({options}), port={port}).serve())")
+    code = (
+        "import asyncio,sys; from benchmarks.fakesse import FakeSSEServer, FakeOptions; "
+        f"asyncio.run(FakeSSEServer(FakeOptions({options}), port={port}).serve())"
+    )
     argv = [sys.executable, "-c", code]
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu % (os.cpu_count() or 1)), *argv]
@@ -163,8 +171,15 @@ def print_table(results: list[Result]) -> None:
     """The run_all summary: one row per benchmark."""
     rows = [("#", "benchmark", "figure", "target", "result")]
     for r in results:
-        rows.append((r.name.split(" ", 1)[0], r.name.split(" ", 1)[-1], r.figure, r.target,
-                     {True: "PASS", False: "MISS", None: "SKIP"}[r.ok]))
+        rows.append(
+            (
+                r.name.split(" ", 1)[0],
+                r.name.split(" ", 1)[-1],
+                r.figure,
+                r.target,
+                {True: "PASS", False: "MISS", None: "SKIP"}[r.ok],
+            )
+        )
     widths = [max(len(str(row[i])) for row in rows) for i in range(5)]
     for i, row in enumerate(rows):
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)))

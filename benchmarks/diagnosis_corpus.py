@@ -33,8 +33,11 @@ class Row:
 
     @property
     def ok(self) -> dict[str, bool]:
-        return {"phase": self.want_phase == self.got_phase, "crashed": self.want_crashed == self.got_crashed,
-                "cause": self.want_cause == self.got_cause}
+        return {
+            "phase": self.want_phase == self.got_phase,
+            "crashed": self.want_crashed == self.got_crashed,
+            "cause": self.want_cause == self.got_cause,
+        }
 
 
 def score(corpus: Path = CORPUS) -> tuple[list[Row], dict[str, float]]:
@@ -44,13 +47,26 @@ def score(corpus: Path = CORPUS) -> tuple[list[Row], dict[str, float]]:
     for name, lab in sorted(labels.items()):
         summary, diag = diagnose_text((corpus / f"{name}.log").read_bytes())
         no_sglang = getattr(summary, "sglang_lines", 1) == 0
-        rows.append(Row(name, lab["phase"], "none" if no_sglang else summary.phase.value, lab["crashed"], summary.crashed,
-                        lab["cause"], diag.cause if diag else "none", diag.error_line if diag else "", lab.get("heldout", False)))
+        rows.append(
+            Row(
+                name,
+                lab["phase"],
+                "none" if no_sglang else summary.phase.value,
+                lab["crashed"],
+                summary.crashed,
+                lab["cause"],
+                diag.cause if diag else "none",
+                diag.error_line if diag else "",
+                lab.get("heldout", False),
+            )
+        )
     crashes = [r for r in rows if r.want_crashed]
-    acc = {"phase": sum(r.ok["phase"] for r in rows) / len(rows),
-           "crashed": sum(r.ok["crashed"] for r in rows) / len(rows),
-           "cause": sum(r.ok["cause"] for r in crashes) / max(1, len(crashes)),
-           "cause_all": sum(r.ok["cause"] for r in rows) / len(rows)}
+    acc = {
+        "phase": sum(r.ok["phase"] for r in rows) / len(rows),
+        "crashed": sum(r.ok["crashed"] for r in rows) / len(rows),
+        "cause": sum(r.ok["cause"] for r in crashes) / max(1, len(crashes)),
+        "cause_all": sum(r.ok["cause"] for r in rows) / len(rows),
+    }
     return rows, acc
 
 
@@ -59,9 +75,11 @@ def table(rows: list[Row]) -> str:
     out = [f"{'log':{w}}  {'phase (want/got)':33} {'crashed':13} {'cause (want/got)':60}"]
     for r in rows:
         mark = {k: " " if v else "X" for k, v in r.ok.items()}
-        out.append(f"{r.name:{w}} {mark['phase']}{r.want_phase + ' / ' + r.got_phase:33} "
-                   f"{mark['crashed']}{str(r.want_crashed)[0] + ' / ' + str(r.got_crashed)[0]:12} "
-                   f"{mark['cause']}{r.want_cause + ' / ' + r.got_cause}")
+        out.append(
+            f"{r.name:{w}} {mark['phase']}{r.want_phase + ' / ' + r.got_phase:33} "
+            f"{mark['crashed']}{str(r.want_crashed)[0] + ' / ' + str(r.got_crashed)[0]:12} "
+            f"{mark['cause']}{r.want_cause + ' / ' + r.got_cause}"
+        )
     return "\n".join(out)
 
 
@@ -74,8 +92,10 @@ def main() -> int:
     if not a.quiet:
         print(table(rows))
     n_crash = sum(r.want_crashed for r in rows)
-    print(f"\n{len(rows)} logs ({n_crash} crashes): phase {acc['phase']:.1%}  crashed {acc['crashed']:.1%}  "
-          f"cause {acc['cause']:.1%} of crashes ({acc['cause_all']:.1%} of all logs)")
+    print(
+        f"\n{len(rows)} logs ({n_crash} crashes): phase {acc['phase']:.1%}  crashed {acc['crashed']:.1%}  "
+        f"cause {acc['cause']:.1%} of crashes ({acc['cause_all']:.1%} of all logs)"
+    )
     held = [r for r in rows if r.heldout]
     if held:
         ok = sum(all(r.ok.values()) for r in held)

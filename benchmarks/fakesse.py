@@ -40,23 +40,39 @@ def _chunk(payload: bytes) -> bytes:
 
 
 _HEAD = b'{"id":"r","object":"chat.completion.chunk","created":0,"model":"fake","choices":['
-_TOKEN = _chunk(_HEAD + b'{"index":0,"delta":{"reasoning_content":null,"content":" tok"},"logprobs":null,'
-                b'"finish_reason":null,"matched_stop":null}]}')
-_ROLE = _chunk(_HEAD + b'{"index":0,"delta":{"reasoning_content":null,"role":"assistant","content":""},'
-               b'"logprobs":null,"finish_reason":null,"matched_stop":null}]}')
+_TOKEN = _chunk(
+    _HEAD + b'{"index":0,"delta":{"reasoning_content":null,"content":" tok"},"logprobs":null,'
+    b'"finish_reason":null,"matched_stop":null}]}'
+)
+_ROLE = _chunk(
+    _HEAD + b'{"index":0,"delta":{"reasoning_content":null,"role":"assistant","content":""},'
+    b'"logprobs":null,"finish_reason":null,"matched_stop":null}]}'
+)
 _DONE = _chunk(b"[DONE]") + b"0\r\n\r\n"
 
 
 def _finish(reason: str) -> bytes:
-    return _chunk(_HEAD + b'{"index":0,"delta":{"reasoning_content":null},"logprobs":null,"finish_reason":"'
-                  + reason.encode() + b'","matched_stop":null}]}')
+    return _chunk(
+        _HEAD
+        + b'{"index":0,"delta":{"reasoning_content":null},"logprobs":null,"finish_reason":"'
+        + reason.encode()
+        + b'","matched_stop":null}]}'
+    )
 
 
 def _usage(prompt: int, completion: int) -> bytes:
-    u = {"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion,
-         "prompt_tokens_details": None, "reasoning_tokens": 0}
-    return _chunk(b'{"id":"r","object":"chat.completion.chunk","created":0,"model":"fake","choices":[],"usage":'
-                  + json.dumps(u).encode() + b"}")
+    u = {
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + completion,
+        "completion_tokens": completion,
+        "prompt_tokens_details": None,
+        "reasoning_tokens": 0,
+    }
+    return _chunk(
+        b'{"id":"r","object":"chat.completion.chunk","created":0,"model":"fake","choices":[],"usage":'
+        + json.dumps(u).encode()
+        + b"}"
+    )
 
 
 def _response(status: str, body: bytes, ctype: str = "application/json") -> bytes:

@@ -32,12 +32,22 @@ while time.time() < end:
 
 
 def nvidia_smi() -> list[dict[str, str]]:
-    out = subprocess.run(["nvidia-smi", "--query-gpu=index,name,memory.used,memory.total,utilization.gpu",
-                          "--format=csv,noheader,nounits"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            "nvidia-smi",
+            "--query-gpu=index,name,memory.used,memory.total,utilization.gpu",
+            "--format=csv,noheader,nounits",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     rows = []
     for line in out.strip().splitlines():
         i, name, used, total, util = [c.strip() for c in line.split(",")]
-        rows.append({"index": i, "name": name, "memory_used_mib": used, "memory_total_mib": total, "utilization_pct": util})
+        rows.append(
+            {"index": i, "name": name, "memory_used_mib": used, "memory_total_mib": total, "utilization_pct": util}
+        )
     return rows
 
 
@@ -51,14 +61,21 @@ def main() -> int:
     hosts = tmp / "hosts.toml"
     hosts.write_text(f'[hosts.gpu]\ntransport = "local"\npython = "{sys.executable}"\nrun_dir = "{tmp}/run"\n')
     env = {**os.environ, "DFLASH_STATE_DIR": str(tmp / "state")}
-    worker = subprocess.Popen([sys.executable, "-c", WORKER, str(a.gib), str(a.seconds)], stdout=subprocess.PIPE, text=True)
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(a.gib), str(a.seconds)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert worker.stdout is not None
         print(worker.stdout.readline().strip(), flush=True)
         time.sleep(6)
         t0 = time.monotonic()
-        r = subprocess.run([sys.executable, "-m", "console", "--hosts", str(hosts), "status", "--json"],
-                           capture_output=True, text=True, env=env, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "console", "--hosts", str(hosts), "status", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
         took = time.monotonic() - t0
         smi = nvidia_smi()
     finally:
@@ -73,10 +90,19 @@ def main() -> int:
         s = next(x for x in smi if int(x["index"]) == g["index"])
         used = g["memory_used_mib"]
         diff = abs(used - int(s["memory_used_mib"])) / max(1, int(s["memory_used_mib"]))
-        print(f"GPU {g['index']} {g['name']}: console {used} MiB / {g['memory_total_mib']} MiB, util {g['utilization_pct']}%;"
-              f" nvidia-smi {s['memory_used_mib']} MiB, util {s['utilization_pct']}%; memory diff {diff:.2%}")
-        result.setdefault("checks", []).append({"gpu": g["index"], "memory_diff": diff, "util": g["utilization_pct"],
-                                                "memory_ok": diff <= 0.01, "util_ok": (g["utilization_pct"] or 0) > 0})
+        print(
+            f"GPU {g['index']} {g['name']}: console {used} MiB / {g['memory_total_mib']} MiB, util {g['utilization_pct']}%;"
+            f" nvidia-smi {s['memory_used_mib']} MiB, util {s['utilization_pct']}%; memory diff {diff:.2%}"
+        )
+        result.setdefault("checks", []).append(
+            {
+                "gpu": g["index"],
+                "memory_diff": diff,
+                "util": g["utilization_pct"],
+                "memory_ok": diff <= 0.01,
+                "util_ok": (g["utilization_pct"] or 0) > 0,
+            }
+        )
     Path(a.out, "gpu_status_check.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(doc, indent=2))
     return 0 if all(c["memory_ok"] and c["util_ok"] for c in result["checks"]) else 1

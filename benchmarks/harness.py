@@ -31,8 +31,11 @@ def isolated_env(tmp: Path) -> Iterator[None]:
     """No ~/.ssh/config, agent or real console state for the duration (as the tests' isolate_env)."""
     empty = tmp / "ssh_config"
     empty.write_text("")
-    new = {"DFLASH_SSH_CONFIG": str(empty), "DFLASH_CONFIG_DIR": str(tmp / "config"),
-           "DFLASH_STATE_DIR": str(tmp / "state")}
+    new = {
+        "DFLASH_SSH_CONFIG": str(empty),
+        "DFLASH_CONFIG_DIR": str(tmp / "config"),
+        "DFLASH_STATE_DIR": str(tmp / "state"),
+    }
     old = {k: os.environ.get(k) for k in [*new, "SSH_AUTH_SOCK"]}
     os.environ.update(new)
     os.environ.pop("SSH_AUTH_SOCK", None)
@@ -78,16 +81,25 @@ def presets_toml(fleet: object, per_host: int, base_port: int = 30100, model: st
     """One TP=1 preset per host with `per_host` replicas (GPUs 0..per_host-1)."""
     out = []
     for h in fleet.hosts.values():  # type: ignore[attr-defined]
-        out.append(f'[presets.gen-{h.name}]\nhost = "{h.name}"\ngpus = {list(range(per_host))}\ntp = 1\n'
-                   f"model = {json.dumps(h.model(model))}\nport = {base_port}\n"
-                   'args = ["--mem-fraction-static", "0.5"]\nready_timeout = 60\n')
+        out.append(
+            f'[presets.gen-{h.name}]\nhost = "{h.name}"\ngpus = {list(range(per_host))}\ntp = 1\n'
+            f"model = {json.dumps(h.model(model))}\nport = {base_port}\n"
+            'args = ["--mem-fraction-static", "0.5"]\nready_timeout = 60\n'
+        )
     return "\n".join(out)
 
 
 async def launch_all(ctl: object, timeout: float = 90.0) -> list[str]:
     """Launch every preset (hosts in parallel, waiting for ready); the server names."""
-    outs = await asyncio.wait_for(asyncio.gather(*(ctl.launch(p, wait=True)  # type: ignore[attr-defined]
-                                                   for p in ctl.fleet.presets)), timeout)  # type: ignore[attr-defined]
+    outs = await asyncio.wait_for(
+        asyncio.gather(
+            *(
+                ctl.launch(p, wait=True)  # type: ignore[attr-defined]
+                for p in ctl.fleet.presets
+            )
+        ),
+        timeout,
+    )  # type: ignore[attr-defined]
     names: list[str] = []
     for o in outs:
         if not o.ok:
@@ -185,8 +197,12 @@ busy machine: taken for one, it shifted every later reply by one (a capture read
 def _attach(sock: str, session: str, flags: str) -> subprocess.Popen[bytes] | None:
     """A tmux control client (`tmux -C attach`) with these client flags; None where tmux cannot be started."""
     try:
-        return subprocess.Popen(["tmux", "-L", sock, "-C", "attach", "-t", session, "-f", flags],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        return subprocess.Popen(
+            ["tmux", "-L", sock, "-C", "attach", "-t", session, "-f", flags],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
     except OSError:
         return None
 
@@ -321,8 +337,14 @@ def _tmux_word(word: str) -> str:
 class TmuxConsole:
     """The real `dflash-console --hosts TOML` in a private tmux server (a real terminal, real rendering)."""
 
-    def __init__(self, hosts_toml: Path, size: tuple[int, int] = (200, 60), extra: tuple[str, ...] = (),
-                 profile: str | None = None, entry: str | None = None) -> None:
+    def __init__(
+        self,
+        hosts_toml: Path,
+        size: tuple[int, int] = (200, 60),
+        extra: tuple[str, ...] = (),
+        profile: str | None = None,
+        entry: str | None = None,
+    ) -> None:
         self.sock = f"dfcbench{os.getpid()}-{int(time.monotonic() * 1000) % 100000}"
         self.hosts_toml = hosts_toml
         self.size = size
@@ -344,11 +366,18 @@ class TmuxConsole:
         return subprocess.run(["tmux", "-L", self.sock, *args], capture_output=True, text=True)
 
     def start(self) -> TmuxConsole:
-        prof = (f"-m pyinstrument {'-r session ' if self.profile.endswith('.pyisession') else ''}"
-                f"-o {self.profile} ") if self.profile else ""
+        prof = (
+            (f"-m pyinstrument {'-r session ' if self.profile.endswith('.pyisession') else ''}-o {self.profile} ")
+            if self.profile
+            else ""
+        )
         target = self.entry if self.entry else "-m console"
-        cmd = " ".join([f"cd {ROOT} && TERM=xterm-256color exec {sys.executable} {prof}{target} "
-                        f"--hosts {self.hosts_toml}", *self.extra])
+        cmd = " ".join(
+            [
+                f"cd {ROOT} && TERM=xterm-256color exec {sys.executable} {prof}{target} --hosts {self.hosts_toml}",
+                *self.extra,
+            ]
+        )
         r = self.tmux("new-session", "-d", "-s", "c", "-x", str(self.size[0]), "-y", str(self.size[1]), cmd)
         if r.returncode:
             raise RuntimeError(f"tmux: {r.stderr.strip()}")
@@ -484,7 +513,7 @@ def cpu_by_command() -> dict[str, float]:
             raw = Path(f"/proc/{d}/stat").read_text()
         except OSError:
             continue
-        comm = raw[raw.index("(") + 1: raw.rindex(")")]
+        comm = raw[raw.index("(") + 1 : raw.rindex(")")]
         f = raw.rsplit(")", 1)[1].split()
         out[comm] = out.get(comm, 0.0) + (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / tck
     return out
@@ -508,6 +537,8 @@ def contention(before: tuple[dict[str, float], tuple[float, float]], seconds: fl
     ncpu = os.cpu_count() or 1
     used = {k: v - b_cmd.get(k, 0.0) for k, v in now_cmd.items()}
     best = sorted(used.items(), key=lambda kv: -kv[1])[:top]
-    return {"machine busy (% of all cores)": round(100 * (busy - b_busy) / max(tot - b_tot, 1), 1),
-            "cores": ncpu,
-            "top consumers (% of a core)": {k: round(100 * v / seconds, 1) for k, v in best if v > 0}}
+    return {
+        "machine busy (% of all cores)": round(100 * (busy - b_busy) / max(tot - b_tot, 1), 1),
+        "cores": ncpu,
+        "top consumers (% of a core)": {k: round(100 * v / seconds, 1) for k, v in best if v > 0},
+    }

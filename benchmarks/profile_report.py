@@ -48,8 +48,10 @@ def summarise(path: str, top: int = 25) -> str:
         by_fn[f"{name} ({fp}:{getattr(owner, 'line_no', '')})"] += self_t
         by_pkg[fp.split("/")[0] if "/" in fp else fp] += self_t
     busy = sum(by_pkg.values()) or 1.0
-    out = [f"{path}: {session.duration:.1f} s wall, {session.cpu_time:.1f} s CPU; {busy:.1f} s busy samples, "
-           f"{idle:.1f} s idle waits"]
+    out = [
+        f"{path}: {session.duration:.1f} s wall, {session.cpu_time:.1f} s CPU; {busy:.1f} s busy samples, "
+        f"{idle:.1f} s idle waits"
+    ]
     out.append("busy self time by package:")
     out += [f"  {t:7.2f} s {100 * t / busy:5.1f}%  {k}" for k, t in by_pkg.most_common(10)]
     out.append(f"busy self time by function (top {top}):")

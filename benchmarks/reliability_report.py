@@ -22,15 +22,31 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-FIGURES = {"detect_s": "detected (s)", "samples": "samples", "reconnect_s": "reconnect after link back (s)", "reattach_s": "re-attach (s)",
-           "console_s": "console ran (s)", "stop_s": "stop (s)", "max_key_s": "worst key (s)",
-           "p90_key_s": "p90 key (s)", "max_loop_lag_s": "worst loop lag (s)",
-           "refusal_s": "both launches returned (s)", "gate_gave_up_s": "gate gave up after (s)",
-           "took_s": "took (s)", "baseline_s": "normal request (s)", "loop_lag_s": "loop lag (s)",
-           "held_bytes": "held (bytes)", "parse_s": "parse on the loop (s)", "deadline_s": "deadline (s)",
-           "bound_s": "bound (s)", "refuse_s": "refusal checks took (s)", "phase_ok": "phase shown (1 = yes)",
-           "cause_known": "cause named (1 = yes)", "slowdown_p90": "machine slowdown p90 (x)",
-           "slowdown_worst": "machine slowdown worst (x)"}
+FIGURES = {
+    "detect_s": "detected (s)",
+    "samples": "samples",
+    "reconnect_s": "reconnect after link back (s)",
+    "reattach_s": "re-attach (s)",
+    "console_s": "console ran (s)",
+    "stop_s": "stop (s)",
+    "max_key_s": "worst key (s)",
+    "p90_key_s": "p90 key (s)",
+    "max_loop_lag_s": "worst loop lag (s)",
+    "refusal_s": "both launches returned (s)",
+    "gate_gave_up_s": "gate gave up after (s)",
+    "took_s": "took (s)",
+    "baseline_s": "normal request (s)",
+    "loop_lag_s": "loop lag (s)",
+    "held_bytes": "held (bytes)",
+    "parse_s": "parse on the loop (s)",
+    "deadline_s": "deadline (s)",
+    "bound_s": "bound (s)",
+    "refuse_s": "refusal checks took (s)",
+    "phase_ok": "phase shown (1 = yes)",
+    "cause_known": "cause named (1 = yes)",
+    "slowdown_p90": "machine slowdown p90 (x)",
+    "slowdown_worst": "machine slowdown worst (x)",
+}
 """Labels of the figures trials record; a figure with no label here is printed under its own key."""
 
 
@@ -39,8 +55,20 @@ def run_suites(suites: list[str], scale: str | None, out: Path) -> tuple[int, fl
     if scale:
         env["DFLASH_FAULT_TRIALS"] = scale
     t0 = time.monotonic()
-    rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=12",
-                          *[f"tests/{s}" for s in suites]], cwd=ROOT, env=env)
+    rc = subprocess.call(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--durations=12",
+            *[f"tests/{s}" for s in suites],
+        ],
+        cwd=ROOT,
+        env=env,
+    )
     return rc, time.monotonic() - t0
 
 
@@ -73,8 +101,9 @@ def grouped(records: list[dict[str, Any]]) -> OrderedDict[tuple[str, str], list[
         if len(members) > 1 and all(len(rows[m]) == 1 for m in members):
             folded = out.setdefault((key[0], f"{head} ({len(members)} checks)"), [])
             check = key[1].split(":", 1)[1].strip()
-            folded.extend(dict(r, detail=f"{check}: {r.get('detail') or 'failed'}" if not r["ok"] else "")
-                          for r in recs)
+            folded.extend(
+                dict(r, detail=f"{check}: {r.get('detail') or 'failed'}" if not r["ok"] else "") for r in recs
+            )
         else:
             out[key] = recs
     return out
@@ -88,8 +117,10 @@ def table(doc: dict[str, Any], group: bool = True) -> str:
         rows = OrderedDict()
         for r in doc.get("records", []):
             rows.setdefault((r["suite"], r["case"]), []).append(r)
-    lines = ["| suite | case | trials | passed | failed | figures (median / worst) | first failure |",
-             "|---|---|---:|---:|---:|---|---|"]
+    lines = [
+        "| suite | case | trials | passed | failed | figures (median / worst) | first failure |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
     total = passed = 0
     for (suite, case), recs in rows.items():
         ok = sum(1 for r in recs if r["ok"])
@@ -119,9 +150,11 @@ def summary(doc: dict[str, Any]) -> str:
         per[r["suite"]] = per.get(r["suite"], 0) + 1
     counts = ", ".join(f"{s} {n}" for s, n in per.items())
     failed = sum(1 for r in recs if not r["ok"])
-    return (f"Seed {doc.get('seed', 'unrecorded')} (hypothesis `@seed` or derandomized), "
-            f"DFLASH_FAULT_TRIALS={doc.get('trials_scale') or '1'}: {len(recs)} trials ({counts}), "
-            f"{failed} failed; written {doc.get('written_at', '?')}.")
+    return (
+        f"Seed {doc.get('seed', 'unrecorded')} (hypothesis `@seed` or derandomized), "
+        f"DFLASH_FAULT_TRIALS={doc.get('trials_scale') or '1'}: {len(recs)} trials ({counts}), "
+        f"{failed} failed; written {doc.get('written_at', '?')}."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,8 +177,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no results written (pytest exit {rc})", file=sys.stderr)
         return 1
     doc = json.loads(out.read_text())
-    print(f"Reliability run: `pytest tests/{' tests/'.join(a.suites.split(','))}` on {os.cpu_count()} cores, "
-          f"{wall:.0f} s wall, pytest exit {rc}.")
+    print(
+        f"Reliability run: `pytest tests/{' tests/'.join(a.suites.split(','))}` on {os.cpu_count()} cores, "
+        f"{wall:.0f} s wall, pytest exit {rc}."
+    )
     print(summary(doc) + "\n")
     print(table(doc, group=not a.flat))
     ok = all(r["ok"] for r in doc.get("records", []))

@@ -37,8 +37,15 @@ async def failover(trials: int, replicas: int) -> list[dict]:
                 r = await crash_under_load(rig, concurrency=12, num_prompts=120)
             finally:
                 watch.cancel()
-            out.append({"trial": t, "requests": r.requests, "errors": r.errors, "concurrency": r.concurrency,
-                        "examples": sorted(set(r.error_examples))})
+            out.append(
+                {
+                    "trial": t,
+                    "requests": r.requests,
+                    "errors": r.errors,
+                    "concurrency": r.concurrency,
+                    "examples": sorted(set(r.error_examples)),
+                }
+            )
             print(json.dumps(out[-1]), flush=True)
         finally:
             await rig.close()
@@ -61,8 +68,14 @@ async def scaling(replicas: int, levels: tuple[int, ...]) -> list[dict]:
             async with LoadGenerator(spec) as g:
                 res = await g.sweep()
             for lv in res.levels:
-                rows.append({"target": who, "concurrency": lv.concurrency, "tok_s": round(lv.output_throughput_tok_s),
-                             "errors": lv.errors})
+                rows.append(
+                    {
+                        "target": who,
+                        "concurrency": lv.concurrency,
+                        "tok_s": round(lv.output_throughput_tok_s),
+                        "errors": lv.errors,
+                    }
+                )
     finally:
         await rig.close()
         shutil.rmtree(root, ignore_errors=True)
@@ -78,14 +91,18 @@ def main() -> None:
     os.environ.setdefault("DFLASH_SIM_TOKEN_RATE", "400")
     fo = asyncio.run(failover(a.trials, a.replicas))
     errs = [r["errors"] for r in fo]
-    print(f"failover: {len(fo)} trials, {sum(r['requests'] for r in fo)} requests, failed per trial {errs} "
-          f"(C=12: at most the requests in flight on the killed replica)")
+    print(
+        f"failover: {len(fo)} trials, {sum(r['requests'] for r in fo)} requests, failed per trial {errs} "
+        f"(C=12: at most the requests in flight on the killed replica)"
+    )
     rows = asyncio.run(scaling(a.replicas, tuple(int(x) for x in a.levels.split(","))))
     by = {(r["target"], r["concurrency"]): r for r in rows}
     print("C  one replica tok/s  router tok/s  ratio  errors")
     for c in (int(x) for x in a.levels.split(",")):
         o, r = by[("one replica", c)], by[(f"router over {a.replicas}", c)]
-        print(f"{c:<3}{o['tok_s']:>18}{r['tok_s']:>14}{r['tok_s'] / max(o['tok_s'], 1):>7.2f}  {o['errors']}/{r['errors']}")
+        print(
+            f"{c:<3}{o['tok_s']:>18}{r['tok_s']:>14}{r['tok_s'] / max(o['tok_s'], 1):>7.2f}  {o['errors']}/{r['errors']}"
+        )
 
 
 if __name__ == "__main__":

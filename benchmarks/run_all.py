@@ -32,8 +32,25 @@ BENCHMARKS: list[tuple[str, list[str], list[str], int]] = [
     ("bench_cli_startup", [], ["--repeat", "3"], 180),
     ("bench_status_ssh", [], ["--repeat", "2", "--hosts", "2"], 300),
     ("bench_logview_pull", [], ["--pulls", "30"], 120),
-    ("bench_host_growth", [], ["--counts", "4,16", "--seconds", "12", "--settle", "15", "--local-counts", "64",
-                               "--local-seconds", "10", "--presses", "3"], 360),
+    (
+        "bench_host_growth",
+        [],
+        [
+            "--counts",
+            "4,16",
+            "--seconds",
+            "12",
+            "--settle",
+            "15",
+            "--local-counts",
+            "64",
+            "--local-seconds",
+            "10",
+            "--presses",
+            "3",
+        ],
+        360,
+    ),
 ]
 
 
@@ -44,8 +61,15 @@ BUSY_LOOP = "while True: pass"
 def other_work(n: int) -> Iterator[list[subprocess.Popen[bytes]]]:
     """n CPU-bound processes (a bare Python loop, normal priority) for the duration: the other engineers' test suites
     this machine is shared with, as one steady, repeatable load instead of whatever ran at the time."""
-    procs = [subprocess.Popen([sys.executable, "-I", "-S", "-c", BUSY_LOOP], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(n)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", BUSY_LOOP],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(n)
+    ]
     try:
         yield procs
     finally:
@@ -63,8 +87,14 @@ def run_one(module: str, args: list[str], limit: int) -> Result:
     """
     t0 = time.monotonic()
     load0 = os.getloadavg()[0]
-    p = subprocess.Popen([sys.executable, "-m", f"benchmarks.{module}", *args, "--json"], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", f"benchmarks.{module}", *args, "--json"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = p.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
@@ -101,16 +131,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="shorter windows (about 8 minutes)")
     ap.add_argument("--only", nargs="*", metavar="NAME", help="run only these (e.g. bench_chat_ttft)")
     ap.add_argument("--json", metavar="PATH", help="also write every Result to this JSON file")
-    ap.add_argument("--busy", type=int, default=0, metavar="N",
-                    help="N CPU-bound processes run beside every benchmark (after the calibration)")
+    ap.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N CPU-bound processes run beside every benchmark (after the calibration)",
+    )
     a = ap.parse_args(argv)
     results: list[Result] = []
     t0 = time.monotonic()
     cal = calibration()
-    cal_line = (f"calibration: this machine parses {cal['mixed lines/s']:,} lines/s mixed, "
-                f"{cal['serving lines/s']:,} serving lines/s (one core, CPU time; README figures: ~310k / ~395k)")
-    busy_line = (f"other work: {a.busy} CPU-bound process{'es' if a.busy > 1 else ''} ran beside every benchmark "
-                 f"(--busy {a.busy}) on this machine's {os.cpu_count()} cores" if a.busy else "")
+    cal_line = (
+        f"calibration: this machine parses {cal['mixed lines/s']:,} lines/s mixed, "
+        f"{cal['serving lines/s']:,} serving lines/s (one core, CPU time; README figures: ~310k / ~395k)"
+    )
+    busy_line = (
+        f"other work: {a.busy} CPU-bound process{'es' if a.busy > 1 else ''} ran beside every benchmark "
+        f"(--busy {a.busy}) on this machine's {os.cpu_count()} cores"
+        if a.busy
+        else ""
+    )
     print(cal_line, flush=True)
     if busy_line:
         print(busy_line, flush=True)
@@ -131,8 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     print_table(results)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"calibration": cal, "busy": a.busy,
-                       "results": [json.loads(r.to_json()) for r in results]}, f, indent=2)
+            json.dump(
+                {"calibration": cal, "busy": a.busy, "results": [json.loads(r.to_json()) for r in results]}, f, indent=2
+            )
     return 0 if all(r.ok for r in results) else 1
 
 

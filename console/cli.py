@@ -14,8 +14,22 @@ import sys
 from console import __version__
 from console.remote_text import safe_output
 
-COMMANDS = ("status", "launch", "stop", "restart", "probe", "logs", "trust", "journal",
-            "diagnose", "check", "bench", "sim", "router", "serve")
+COMMANDS = (
+    "status",
+    "launch",
+    "stop",
+    "restart",
+    "probe",
+    "logs",
+    "trust",
+    "journal",
+    "diagnose",
+    "check",
+    "bench",
+    "sim",
+    "router",
+    "serve",
+)
 
 
 EXIT_BROKEN_PIPE = 141
@@ -26,8 +40,9 @@ def _global_options(ap: argparse.ArgumentParser, suppress: bool) -> None:
     """`--hosts`, `--read-only`, `--theme`: on the main parser, and again on each subcommand so they may
     follow it; there the default is SUPPRESS so an option given before the command is kept."""
     d: dict = {"default": argparse.SUPPRESS} if suppress else {}
-    ap.add_argument("--hosts", metavar="PATH", **d,
-                    help="hosts.toml to use (default: ./hosts.toml, then the user config dir)")
+    ap.add_argument(
+        "--hosts", metavar="PATH", **d, help="hosts.toml to use (default: ./hosts.toml, then the user config dir)"
+    )
     ap.add_argument("--read-only", action="store_true", **d, help="hide and refuse every mutating action")
     ap.add_argument("--theme", metavar="NAME", **d, help="UI theme (themes/ or the user themes folder)")
 

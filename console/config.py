@@ -88,7 +88,9 @@ class Host(_Strict):
         return v
 
     def identities(self) -> list[str]:
-        return [] if self.identity is None else [self.identity] if isinstance(self.identity, str) else list(self.identity)
+        return (
+            [] if self.identity is None else [self.identity] if isinstance(self.identity, str) else list(self.identity)
+        )
 
     def known_hosts_files(self) -> list[str]:
         kh = self.known_hosts
@@ -204,8 +206,17 @@ def find_config(explicit: str | os.PathLike[str] | None = None) -> Path:
         if explicit is not None or p.exists():
             return p
     raise ConfigError(
-        [ConfigIssue(str(paths[0]), 1, 1, "", "no hosts.toml found; looked in "
-                     + ", ".join(str(p) for p in paths) + " (pass --hosts PATH or run `dflash-console sim up`)")]
+        [
+            ConfigIssue(
+                str(paths[0]),
+                1,
+                1,
+                "",
+                "no hosts.toml found; looked in "
+                + ", ".join(str(p) for p in paths)
+                + " (pass --hosts PATH or run `dflash-console sim up`)",
+            )
+        ]
     )
 
 
@@ -234,14 +245,28 @@ def parse_fleet(raw: bytes | str, fname: str = "hosts.toml") -> Fleet:
         except UnicodeDecodeError as e:
             line = raw[: e.start].count(b"\n") + 1
             col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-            raise ConfigError([ConfigIssue(fname, line, col, "", f"not valid UTF-8 (byte 0x{raw[e.start]:02x}); TOML files must be UTF-8")]) from None
+            raise ConfigError(
+                [
+                    ConfigIssue(
+                        fname, line, col, "", f"not valid UTF-8 (byte 0x{raw[e.start]:02x}); TOML files must be UTF-8"
+                    )
+                ]
+            ) from None
     else:
         text = raw
     if not text.strip():
         raise ConfigError([ConfigIssue(fname, 1, 1, "", "file is empty; expected at least one [hosts.NAME] table")])
     if (deep := too_deep(text, MAX_DEPTH)) is not None:
-        raise ConfigError([ConfigIssue(fname, *deep, "", f"arrays/inline tables nested more than {MAX_DEPTH} deep; "
-                                       "hosts.toml values need at most 2 levels")])
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    fname,
+                    *deep,
+                    "",
+                    f"arrays/inline tables nested more than {MAX_DEPTH} deep; hosts.toml values need at most 2 levels",
+                )
+            ]
+        )
     try:
         data = tomllib.loads(text)
     except RecursionError:  # the depth scan should make this unreachable; never a traceback all the same
@@ -280,8 +305,12 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-_MODELS: dict[str, type[BaseModel]] = {"hosts": Host, "presets": Preset, "console": ConsoleSettings,
-                                      "routers": RouterSpec}
+_MODELS: dict[str, type[BaseModel]] = {
+    "hosts": Host,
+    "presets": Preset,
+    "console": ConsoleSettings,
+    "routers": RouterSpec,
+}
 
 
 def _known_keys(loc: tuple[Any, ...]) -> list[str]:
@@ -298,8 +327,9 @@ def _known_keys(loc: tuple[Any, ...]) -> list[str]:
 def _validate(data: dict[str, Any], fname: str, loc: TomlLocator) -> list[ConfigIssue]:
     issues: list[ConfigIssue] = []
 
-    def add(path: tuple[Any, ...], message: str, severity: Literal["error", "warning"] = "error",
-            at_value: bool = False) -> None:
+    def add(
+        path: tuple[Any, ...], message: str, severity: Literal["error", "warning"] = "error", at_value: bool = False
+    ) -> None:
         line, col = loc.find(path, value=at_value)
         issues.append(ConfigIssue(fname, line, col, _field_path(path), message, severity))
 
@@ -367,8 +397,11 @@ def _cross_checks(data: dict[str, Any], add: Any) -> list[ConfigIssue]:
             env = t.get("env") if isinstance(t, dict) else None
             for key in env if isinstance(env, dict) else ():
                 if not ENV_NAME.fullmatch(key):
-                    add((section, name, "env", key), f"invalid environment variable name {key!r}; expected letters, "
-                        "digits and '_', not starting with a digit (e.g. HF_TOKEN)")
+                    add(
+                        (section, name, "env", key),
+                        f"invalid environment variable name {key!r}; expected letters, "
+                        "digits and '_', not starting with a digit (e.g. HF_TOKEN)",
+                    )
     for name, p in presets.items():
         if not isinstance(p, dict):
             continue
@@ -387,7 +420,10 @@ def _cross_checks(data: dict[str, Any], add: Any) -> list[ConfigIssue]:
             tp = p.get("tp", len(gpus))
             if isinstance(tp, int) and not isinstance(tp, bool) and tp >= 1 and gpus:
                 if len(gpus) % tp:
-                    add(("presets", name, "tp"), f"tp={tp} does not divide the {len(gpus)} GPUs {gpus}; expected a divisor of {len(gpus)}")
+                    add(
+                        ("presets", name, "tp"),
+                        f"tp={tp} does not divide the {len(gpus)} GPUs {gpus}; expected a divisor of {len(gpus)}",
+                    )
                 else:
                     _check_ports(name, p.get("port", 30000), len(gpus) // tp, add)
         args = p.get("args")
@@ -396,8 +432,11 @@ def _cross_checks(data: dict[str, Any], add: Any) -> list[ConfigIssue]:
                 if isinstance(a, str):
                     flag = a.split("=", 1)[0]
                     if flag in CONSOLE_OWNED_FLAGS:
-                        add(("presets", name, "args", i), f"'{flag}' is set by the console from the preset's "
-                            "model/port/bind/tp fields; remove it from args")
+                        add(
+                            ("presets", name, "args", i),
+                            f"'{flag}' is set by the console from the preset's "
+                            "model/port/bind/tp fields; remove it from args",
+                        )
     _router_checks(data, add)
     return []
 

@@ -32,7 +32,7 @@ class LineCap(Generic[AnyStr]):
             end = len(data) if nl < 0 else nl
             if not self._dropping and end > start:
                 room = self.limit - self._run
-                seg = data[start:min(end, start + room)]
+                seg = data[start : min(end, start + room)]
                 out.append(seg)
                 self._run += len(seg)
                 if end - start > room:
@@ -40,7 +40,7 @@ class LineCap(Generic[AnyStr]):
                     self.cut += 1
             if nl < 0:
                 break
-            out.append(data[nl:nl + 1])
+            out.append(data[nl : nl + 1])
             self._run, self._dropping = 0, False
             start = nl + 1
         return data[:0].join(out)

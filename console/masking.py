@@ -17,7 +17,7 @@ _SECRET_ENDS = ("key", "token", "secret", "password", "passwd")
 """`GITHUBTOKEN`, `MYAPIKEY` too (no word break); `..._tokens` is a count, not a secret."""
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _SECRET_FLAG = r"--[A-Za-z0-9-]*(?:api-key|token|secret|password)"
-_VALUE = (r"('[^'\n\"]*'|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n\"\\]*|\"[^\"\n\\]*|[^\s'\"\\]+)")
+_VALUE = r"('[^'\n\"]*'|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n\"\\]*|\"[^\"\n\\]*|[^\s'\"\\]+)"
 """A value: quoted, or a quote cut off by truncation (up to the line's or the enclosing string's end), or bare.
 A '...' value stops at a `"`: inside a JSON string that is where the string ends."""
 # `--api-key VALUE`, `--api-key=VALUE`, with the value bare, '...' or "..." quoted
@@ -28,8 +28,10 @@ _QFLAG_RE = re.compile(rf"'({_SECRET_FLAG})=[^']*'", re.IGNORECASE)
 _ASSIGN_RE = re.compile(rf"(?<![\w-])('?)([A-Za-z_][A-Za-z0-9_]*)=(?!{re.escape(MASK)}){_VALUE}?")
 _QASSIGN_RE = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)=[^']*'")
 # "api_key": "...", 'hf_token': '...' (JSON, Python dict reprs), also JSON inside a JSON string (\"api_key\": \"...\")
-_KV_RE = re.compile(r"(\\?[\"'])([A-Za-z0-9_-]*(?i:key|token|secret|passw(?:or)?d)[A-Za-z0-9_-]*)\1(\s*:\s*)"
-                    r"(\\?[\"'])((?:(?!\4)(?:\\.|[^\\]))*)\4")
+_KV_RE = re.compile(
+    r"(\\?[\"'])([A-Za-z0-9_-]*(?i:key|token|secret|passw(?:or)?d)[A-Za-z0-9_-]*)\1(\s*:\s*)"
+    r"(\\?[\"'])((?:(?!\4)(?:\\.|[^\\]))*)\4"
+)
 _BEARER_RE = re.compile(r"(\bBearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
 _UNSET = frozenset({None, "", "None", "null", "''", '""'})
 """`api_key=None` as SGLang's server_args dump prints it: nothing to hide, shown as is."""
@@ -94,12 +96,23 @@ def mask(text: str) -> str:
         out = _FLAG_RE.sub(lambda m: m.group(1) + m.group(2) + _hidden(m.group(3)), out)
     if "=" in out:
         out = _QASSIGN_RE.sub(lambda m: f"'{m.group(1)}={MASK}'" if is_secret_name(m.group(1)) else m.group(0), out)
-        out = _ASSIGN_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}={_hidden(m.group(3))}"
-                             if is_secret_name(m.group(2)) and _TRAIL.sub("", m.group(3) or "") not in _UNSET
-                             else m.group(0), out)
+        out = _ASSIGN_RE.sub(
+            lambda m: (
+                f"{m.group(1)}{m.group(2)}={_hidden(m.group(3))}"
+                if is_secret_name(m.group(2)) and _TRAIL.sub("", m.group(3) or "") not in _UNSET
+                else m.group(0)
+            ),
+            out,
+        )
     if ":" in out and ('"' in out or "'" in out):
-        out = _KV_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{m.group(4)}{MASK}{m.group(4)}"
-                         if is_secret_name(m.group(2)) and m.group(5) not in _UNSET else m.group(0), out)
+        out = _KV_RE.sub(
+            lambda m: (
+                f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{m.group(4)}{MASK}{m.group(4)}"
+                if is_secret_name(m.group(2)) and m.group(5) not in _UNSET
+                else m.group(0)
+            ),
+            out,
+        )
     out = _BEARER_RE.sub(lambda m: m.group(1) + MASK, out) if "earer" in out else out
     with _lock:
         known = sorted(_known, key=len, reverse=True)

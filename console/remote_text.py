@@ -12,16 +12,20 @@ from typing import TextIO
 from console.masking import mask
 
 _ST = r"(?:\x1b\\|\x9c|\x07)"
-_SEQUENCES = re.compile("|".join((
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]",                     # CSI, 7- and 8-bit: cursor moves, SGR, erase
-    rf"(?:\x1b\]|\x9d)[^\x07\x1b\x9c\n]*{_ST}",               # OSC 0/8/52... ended by BEL or ST (7/8-bit)
-    rf"(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x07\x1b\x9c\n]*{_ST}",  # DCS, SOS, PM, APC strings;
-                                                              # none spans a newline (an unterminated one
-                                                              # must not eat the log lines after it)
-    r"\x1b[ -/]*[0-~]",                                       # other ESC sequences; an unterminated
-                                                              # OSC/CSI loses its introducer here
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f]",                         # what is left of C0 (not tab/newline), DEL, C1
-)))
+_SEQUENCES = re.compile(
+    "|".join(
+        (
+            r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]",  # CSI, 7- and 8-bit: cursor moves, SGR, erase
+            rf"(?:\x1b\]|\x9d)[^\x07\x1b\x9c\n]*{_ST}",  # OSC 0/8/52... ended by BEL or ST (7/8-bit)
+            rf"(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x07\x1b\x9c\n]*{_ST}",  # DCS, SOS, PM, APC strings;
+            # none spans a newline (an unterminated one
+            # must not eat the log lines after it)
+            r"\x1b[ -/]*[0-~]",  # other ESC sequences; an unterminated
+            # OSC/CSI loses its introducer here
+            r"[\x00-\x08\x0b-\x1f\x7f-\x9f]",  # what is left of C0 (not tab/newline), DEL, C1
+        )
+    )
+)
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 """Every sequence above starts with one of these (ESC is 0x1b, the 8-bit introducers are C1)."""

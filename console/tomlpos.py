@@ -19,6 +19,7 @@ _ESCAPE_RE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)")
 
 def _unescape(raw: str) -> str:
     """A basic string's escapes as tomllib decodes them, so quoted keys like "A\\u001b" are found."""
+
     def one(m: re.Match[str]) -> str:
         e = m.group(1)
         if len(e) > 1:
@@ -27,6 +28,7 @@ def _unescape(raw: str) -> str:
             except ValueError:
                 return m.group(0)
         return _ESCAPES.get(e, m.group(0))
+
     return _ESCAPE_RE.sub(one, raw)
 
 

@@ -41,10 +41,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", default=DEFAULT_LEVELS, metavar="LIST", help=f"levels (default {DEFAULT_LEVELS})")
     p.add_argument("--input-len", type=int, default=1024, metavar="N", help="prompt length in tokens (default 1024)")
     p.add_argument("--output-len", type=int, default=256, metavar="N", help="tokens per answer (default 256)")
-    p.add_argument("--num-prompts", type=int, metavar="N",
-                   help="requests per level, exactly (default 5 x concurrency; fewer than C keeps fewer in flight)")
-    p.add_argument("--engine", choices=("console", "sglang"), default="console",
-                   help="console: the built-in load generator; sglang: `python -m sglang.bench_serving` on the host")
+    p.add_argument(
+        "--num-prompts",
+        type=int,
+        metavar="N",
+        help="requests per level, exactly (default 5 x concurrency; fewer than C keeps fewer in flight)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("console", "sglang"),
+        default="console",
+        help="console: the built-in load generator; sglang: `python -m sglang.bench_serving` on the host",
+    )
     p.add_argument("--model", help="the request's model field (default: /v1/models' first id)")
     p.add_argument("--timeout", type=float, default=600.0, metavar="S", help="per-request timeout (default 600)")
     p.add_argument("--no-save", action="store_true", help="do not append this run to bench.jsonl")
@@ -68,8 +76,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for note in num_prompts_notes(levels, args.num_prompts):
         print(f"note: {note}", file=sys.stderr)
-    spec = BenchSpec(url="", concurrency=tuple(levels), input_len=args.input_len, output_len=args.output_len,
-                     num_prompts=args.num_prompts, model=args.model, timeout_s=args.timeout)
+    spec = BenchSpec(
+        url="",
+        concurrency=tuple(levels),
+        input_len=args.input_len,
+        output_len=args.output_len,
+        num_prompts=args.num_prompts,
+        model=args.model,
+        timeout_s=args.timeout,
+    )
     return asyncio.run(_main(args, spec))
 
 
@@ -114,17 +129,31 @@ async def _main(args: argparse.Namespace, spec: BenchSpec) -> int:
     finally:
         if api is not None:
             await api.close()
-    record = make_record(server=target.server, preset=target.preset, url=target.url or "", engine=args.engine,
-                         levels=levels, spec=spec, server_args=target.server_args, gpu_model=target.gpu_model,
-                         server_info=info, fixed_output_len=fixed, model=model)
+    record = make_record(
+        server=target.server,
+        preset=target.preset,
+        url=target.url or "",
+        engine=args.engine,
+        levels=levels,
+        spec=spec,
+        server_args=target.server_args,
+        gpu_model=target.gpu_model,
+        server_info=info,
+        fixed_output_len=fixed,
+        model=model,
+    )
     prev = previous_record(load_records(), target.preset, target.server, args.engine, spec.input_len, spec.output_len)
     if not args.no_save:
         append_record(record)
     if args.json:
         from console.remote_text import for_json
 
-        print(json.dumps(for_json({"server": target.server, "preset": target.preset,
-                                   "levels": [lv.public() for lv in levels]}), indent=2))
+        print(
+            json.dumps(
+                for_json({"server": target.server, "preset": target.preset, "levels": [lv.public() for lv in levels]}),
+                indent=2,
+            )
+        )
     else:
         print(render_report(target, levels, prev, args.engine, fixed))
     return 3 if levels and all(lv.errors == lv.requests for lv in levels) else 0
@@ -190,8 +219,9 @@ async def connect_target(api: Any, name: str, wait_s: float = 20.0) -> BenchTarg
 
 
 # -- --engine sglang ----------------------------------------------------------------------------
-async def run_engine_sglang(api: Any, target: BenchTarget, spec: BenchSpec,
-                            progress: Callable[[int, int, int], None] | None = None) -> list[LevelResult]:
+async def run_engine_sglang(
+    api: Any, target: BenchTarget, spec: BenchSpec, progress: Callable[[int, int, int], None] | None = None
+) -> list[LevelResult]:
     """One `python -m sglang.bench_serving` per level on the server's host, parsed from its summary."""
     if target.host is None or target.port is None or not target.python:
         raise ValueError(f"{target.server}: host, port or interpreter unknown; cannot run bench_serving there")
@@ -204,9 +234,17 @@ async def run_engine_sglang(api: Any, target: BenchTarget, spec: BenchSpec,
         if progress is not None:
             progress(c, 0, n)
         cmd = bench_serving_command(
-            target.python, port=target.port, concurrency=c, num_prompts=n, input_len=spec.input_len,
-            output_len=spec.output_len, tokenizer=target.model_path, env=target.env, read_key=bool(target.api_key),
-            output_file=f"{host.run_dir.rstrip('/')}/bench/{stamp}-c{c}.jsonl")
+            target.python,
+            port=target.port,
+            concurrency=c,
+            num_prompts=n,
+            input_len=spec.input_len,
+            output_len=spec.output_len,
+            tokenizer=target.model_path,
+            env=target.env,
+            read_key=bool(target.api_key),
+            output_file=f"{host.run_dir.rstrip('/')}/bench/{stamp}-c{c}.jsonl",
+        )
         res = await run_cmd(cmd, spec.timeout_s * 4, (target.api_key + "\n") if target.api_key else None)
         try:
             lv = parse_summary(res.stdout + res.stderr).to_level(num_prompts=n, concurrency=c)
@@ -243,26 +281,47 @@ def _s(v: float | None) -> str:
 def render_table(levels: list[LevelResult]) -> str:
     """The results table: one row per concurrency level; TTFT/ITL in ms, E2E in s, as p50/p99."""
     head = ("C", "requests", "out tok/s", "req/s", "TTFT ms p50/p99", "ITL ms p50/p99", "E2E s p50/p99", "errors")
-    rows = [head] + [(
-        str(lv.concurrency), str(lv.requests), f"{lv.output_throughput_tok_s:,.0f}", f"{lv.request_throughput_rps:.2f}",
-        f"{_ms(lv.ttft_p50_s)}/{_ms(lv.ttft_p99_s)}", f"{_ms(lv.itl_p50_s)}/{_ms(lv.itl_p99_s)}",
-        f"{_s(lv.e2e_p50_s)}/{_s(lv.e2e_p99_s)}", str(lv.errors)) for lv in levels]
+    rows = [head] + [
+        (
+            str(lv.concurrency),
+            str(lv.requests),
+            f"{lv.output_throughput_tok_s:,.0f}",
+            f"{lv.request_throughput_rps:.2f}",
+            f"{_ms(lv.ttft_p50_s)}/{_ms(lv.ttft_p99_s)}",
+            f"{_ms(lv.itl_p50_s)}/{_ms(lv.itl_p99_s)}",
+            f"{_s(lv.e2e_p50_s)}/{_s(lv.e2e_p99_s)}",
+            str(lv.errors),
+        )
+        for lv in levels
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
 
 
-def render_report(target: BenchTarget, levels: list[LevelResult], prev: dict[str, Any] | None,
-                  engine: str = "console", fixed: bool = True) -> str:
+def render_report(
+    target: BenchTarget,
+    levels: list[LevelResult],
+    prev: dict[str, Any] | None,
+    engine: str = "console",
+    fixed: bool = True,
+) -> str:
     """Title, table, comparison with the previous run of the same preset, and error examples."""
-    what = f"{target.server}" + (f" (preset {target.preset})" if target.preset and target.preset not in target.server else "")
-    lines = [f"bench {what} via {engine}" + (f" on {target.gpu_model}" if target.gpu_model else ""), render_table(levels)]
+    what = f"{target.server}" + (
+        f" (preset {target.preset})" if target.preset and target.preset not in target.server else ""
+    )
+    lines = [
+        f"bench {what} via {engine}" + (f" on {target.gpu_model}" if target.gpu_model else ""),
+        render_table(levels),
+    ]
     if not fixed:
         lines.append("note: the server rejected ignore_eos, so answers may be shorter than --output-len")
     if prev is not None:
         deltas = compare_levels(levels, levels_of(prev))
         if deltas:
-            lines.append(f"vs previous run ({prev.get('time', '?')}, same engine, input {prev.get('input_len')} and "
-                         f"output {prev.get('output_len')} tokens): " + ", ".join(deltas))
+            lines.append(
+                f"vs previous run ({prev.get('time', '?')}, same engine, input {prev.get('input_len')} and "
+                f"output {prev.get('output_len')} tokens): " + ", ".join(deltas)
+            )
     for lv in levels:
         for e in lv.error_examples:
             lines.append(f"C={lv.concurrency} error: {e}")

@@ -14,8 +14,9 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="validate hosts.toml, lint presets, show the exact remote commands")
     p.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
-    p.add_argument("--remote", action="store_true",
-                   help="also run SGLang's own argument validation on each preset's host")
+    p.add_argument(
+        "--remote", action="store_true", help="also run SGLang's own argument validation on each preset's host"
+    )
     p.add_argument("presets", nargs="*", help="only these presets")
     p.set_defaults(func=run)
 

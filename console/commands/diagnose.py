@@ -77,7 +77,11 @@ def to_record(name: str, s: LogSummary, d: Diagnosis | None) -> dict[str, Any]:
         "cuda_graphs": {"done": s.graphs.done, "total": s.graphs.total} if s.graphs else None,
         "crashed": s.crashed,
         "cause": d.cause if d else None,
-        "summary": d.summary if d else _ok_summary(s) if sglang else f"no SGLang log line in this file ({s.lines} lines read)",
+        "summary": d.summary
+        if d
+        else _ok_summary(s)
+        if sglang
+        else f"no SGLang log line in this file ({s.lines} lines read)",
         "hint": d.hint if d else None,
         "error_line": d.error_line if d else None,
         "gen_throughput": s.stats.gen_throughput,
@@ -105,8 +109,10 @@ def _ok_summary(s: LogSummary) -> str:
 
 def render(rec: dict[str, Any], s: LogSummary) -> str:
     if not rec["sglang_log"]:
-        return (f"{rec['file']}: no SGLang log line found ({rec['lines']} lines read): not an SGLang server log, "
-                "or it is empty")
+        return (
+            f"{rec['file']}: no SGLang log line found ({rec['lines']} lines read): not an SGLang server log, "
+            "or it is empty"
+        )
     out = [f"{rec['file']}: {rec['phase']}{' (draft model)' if rec['draft'] else ''}"]
     prog = []
     if rec["shards"]:
@@ -118,12 +124,22 @@ def render(rec: dict[str, Any], s: LogSummary) -> str:
     if prog:
         out.append("  progress: " + ", ".join(prog))
     tp = f"{'>=' if s.facts.tp_size_at_least else ''}{rec['tp_size']}" if rec["tp_size"] else None
-    facts = [f"{k} {v}" for k, v in (("model", rec["model_class"]), ("tp", tp),
-                                     ("kv tokens", rec["max_total_num_tokens"]), ("url", rec["listen_url"])) if v]
+    facts = [
+        f"{k} {v}"
+        for k, v in (
+            ("model", rec["model_class"]),
+            ("tp", tp),
+            ("kv tokens", rec["max_total_num_tokens"]),
+            ("url", rec["listen_url"]),
+        )
+        if v
+    ]
     if facts:
         out.append("  facts: " + ", ".join(facts))
     if rec["gen_throughput"] is not None:
-        out.append(f"  last gen throughput: {rec['gen_throughput']:.1f} tok/s (running {rec['running_reqs']}, queued {rec['queue_reqs']})")
+        out.append(
+            f"  last gen throughput: {rec['gen_throughput']:.1f} tok/s (running {rec['running_reqs']}, queued {rec['queue_reqs']})"
+        )
     if rec["crashed"]:
         out.append(f"  cause: {rec['cause']}")
         out.append(f"  summary: {rec['summary']}")
@@ -136,7 +152,10 @@ def render(rec: dict[str, Any], s: LogSummary) -> str:
         from console.sglang.phase import STARTUP_PHASES
 
         order = [p.value for p in STARTUP_PHASES]
-        keys = sorted(rec["timeline"], key=lambda k: (order.index(k.removeprefix("draft_")) if k.removeprefix("draft_") in order else 99, k))
+        keys = sorted(
+            rec["timeline"],
+            key=lambda k: (order.index(k.removeprefix("draft_")) if k.removeprefix("draft_") in order else 99, k),
+        )
         parts = [f"{k} {rec['timeline'][k]:.1f}s" for k in keys]
         total = f" (cold start {rec['cold_start_s']:.1f}s)" if rec["cold_start_s"] is not None else ""
         out.append("  timeline: " + ", ".join(parts) + total)

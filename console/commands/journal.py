@@ -18,9 +18,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help="last N records (default 50; 0 = all)")
     p.add_argument("--json", action="store_true", help="raw JSONL records")
     p.add_argument("--host", help="only this host (a host of hosts.toml or of the journal)")
-    p.add_argument("--kind", choices=KINDS, default="actions",
-                   help="actions (default: commands and lifecycle of what was done), polling (telemetry, "
-                        "process loop, log tails, re-attach), or all")
+    p.add_argument(
+        "--kind",
+        choices=KINDS,
+        default="actions",
+        help="actions (default: commands and lifecycle of what was done), polling (telemetry, "
+        "process loop, log tails, re-attach), or all",
+    )
     p.set_defaults(func=run)
 
 
@@ -43,11 +47,13 @@ def run(args: argparse.Namespace) -> int:
     if args.host:
         known = _known_hosts(args, recs)
         if args.host not in known:
-            return fail(f"unknown host '{args.host}'{did_you_mean(args.host, known)} "
-                        f"(known: {', '.join(known) or 'none'})", EXIT_USAGE)
+            return fail(
+                f"unknown host '{args.host}'{did_you_mean(args.host, known)} (known: {', '.join(known) or 'none'})",
+                EXIT_USAGE,
+            )
     recs = select(recs, args.kind, args.host)
     if args.lines > 0:
-        recs = recs[-args.lines:]
+        recs = recs[-args.lines :]
     if not recs:
         print(f"(no {'' if args.kind == 'all' else args.kind + ' '}records in {journal_path()})")
     if args.json:

@@ -47,8 +47,9 @@ PROGRESS_MIN_S = 2.0
 """A new phase prints at once; progress within a phase (shards, graphs) at most this often."""
 
 
-def progress_line(name: str, phase: Phase, shards: tuple[int, int] | None, graphs: tuple[int, int] | None,
-                  elapsed_s: float) -> str:
+def progress_line(
+    name: str, phase: Phase, shards: tuple[int, int] | None, graphs: tuple[int, int] | None, elapsed_s: float
+) -> str:
     """`small@h:gpu2  loading_weights  7/15 shards  (12 s)`: one phase-progress line of `launch --wait`."""
     detail = ""
     if phase is Phase.LOADING_WEIGHTS and shards:
@@ -70,8 +71,12 @@ async def _progress(ctl: FleetController, names: list[str]) -> None:
                 continue
             key = (s.phase, s.log.shards, s.log.graphs)
             prev = last.get(n)
-            if (prev is None or prev[1][0] != key[0] or (prev[1] != key and now - prev[2] >= PROGRESS_MIN_S)
-                    or now - prev[2] >= PROGRESS_EVERY_S):
+            if (
+                prev is None
+                or prev[1][0] != key[0]
+                or (prev[1] != key and now - prev[2] >= PROGRESS_MIN_S)
+                or now - prev[2] >= PROGRESS_EVERY_S
+            ):
                 line = progress_line(n, s.phase, s.log.shards, s.log.graphs, now - start)
                 print(line, flush=True)
                 last[n] = (line, key, now)

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             return fail(str(e), 1)
         text = data.decode("utf-8", "replace")
         lines = text.splitlines()
-        for ln in lines[-args.lines:] if args.lines > 0 else lines:
+        for ln in lines[-args.lines :] if args.lines > 0 else lines:
             print(ln)
         if not args.follow or args.previous:
             return EXIT_OK
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
                 if isinstance(ev, LogData) and ev.server == name and ev.path == path:
                     end = ev.offset + len(ev.data)
                     if end > seen:
-                        q.put_nowait(ev.data[max(0, seen - ev.offset):])
+                        q.put_nowait(ev.data[max(0, seen - ev.offset) :])
                         seen = end
 
         ctl.subscribe(on_events)

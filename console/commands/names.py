@@ -47,11 +47,12 @@ def resolve(state: FleetState, fleet: Fleet, name: str) -> Resolved:
     if len(of_preset) == 1:
         return Resolved(of_preset[0])
     if of_preset:
-        return Resolved(error=f"'{name}' is ambiguous: preset {name} has {len(of_preset)} servers: "
-                              f"{', '.join(of_preset)}; name one of them")
+        return Resolved(
+            error=f"'{name}' is ambiguous: preset {name} has {len(of_preset)} servers: "
+            f"{', '.join(of_preset)}; name one of them"
+        )
     if name in {r.name for r in all_replicas(fleet)}:
         return Resolved(name, stopped=True)
     if name in fleet.presets:
         return Resolved(error=f"preset {name} has no server running (see `status`)", stopped=True)
-    return Resolved(error=f"no server '{name}'{did_you_mean(name, known_names(fleet, state))}"
-                          f" (see `status`)")
+    return Resolved(error=f"no server '{name}'{did_you_mean(name, known_names(fleet, state))} (see `status`)")

@@ -38,10 +38,26 @@ async def probe_url(url: str, prompt: str, max_tokens: int, api_key_env: str | N
     if as_json:
         from console.remote_text import for_json
 
-        print(json.dumps(for_json({"url": url, "health": r.health.state, "status": r.health.status, "model": model,
-                                   "ttft_s": ttft, "tokens_per_s": tps, "tokens": r.stats.tokens if r.stats else None,
-                                   "answer": r.text, "reasoning": r.reasoning, "error": r.error, "ok": r.ok}),
-                         indent=2))
+        print(
+            json.dumps(
+                for_json(
+                    {
+                        "url": url,
+                        "health": r.health.state,
+                        "status": r.health.status,
+                        "model": model,
+                        "ttft_s": ttft,
+                        "tokens_per_s": tps,
+                        "tokens": r.stats.tokens if r.stats else None,
+                        "answer": r.text,
+                        "reasoning": r.reasoning,
+                        "error": r.error,
+                        "ok": r.ok,
+                    }
+                ),
+                indent=2,
+            )
+        )
     else:
         print(f"health   {r.health.state} (HTTP {r.health.status}, {r.health.latency_s * 1000:.0f} ms)")
         print(f"model    {model or '-'}")

@@ -23,12 +23,20 @@ VERBS = ("up", "down", "restart", "status", "sync", "bench", "logs")
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("router", help="start, stop, sync or show an SGLang router over a preset's replicas")
-    p.add_argument("verb", choices=VERBS, help="up: start over the serving replicas · down · restart · status: phase, "
-                   "workers, req/s · sync: workers = serving replicas · bench: one replica vs the router · logs")
+    p.add_argument(
+        "verb",
+        choices=VERBS,
+        help="up: start over the serving replicas · down · restart · status: phase, "
+        "workers, req/s · sync: workers = serving replicas · bench: one replica vs the router · logs",
+    )
     p.add_argument("name", metavar="NAME", nargs="?", help="a [routers.NAME] of hosts.toml (status: all when omitted)")
     p.add_argument("--wait", type=float, default=60.0, metavar="S", help="up: seconds to wait for /health (60)")
-    p.add_argument("--concurrency", default="1,8,32", metavar="LIST",
-                   help="bench: levels, run against one replica and then through the router (1,8,32)")
+    p.add_argument(
+        "--concurrency",
+        default="1,8,32",
+        metavar="LIST",
+        help="bench: levels, run against one replica and then through the router (1,8,32)",
+    )
     p.add_argument("--input-len", type=int, default=256, help="bench: prompt words per request (256)")
     p.add_argument("--output-len", type=int, default=128, help="bench: tokens per answer (128)")
     p.add_argument("--num-prompts", type=int, default=None, help="bench: requests per level (default 5 x C)")
@@ -41,8 +49,7 @@ async def wait_replica_health(ctl: FleetController, mgr: RouterManager, name: st
     spec = ctl.fleet.routers[name]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        todo = [s for s in ctl.state.servers.values()
-                if s.meta.preset in spec.presets and s.alive and s.health is None]
+        todo = [s for s in ctl.state.servers.values() if s.meta.preset in spec.presets and s.alive and s.health is None]
         if not todo:
             return
         await asyncio.sleep(0.2)
@@ -74,12 +81,20 @@ def print_view(mgr: RouterManager, name: str) -> None:
         wr = v.worker_rps.get(w.url)
         if gone:  # the router lists (and may call healthy) a replica that has ended: say what is true
             state = mgr.ctl.state.servers[gone].phase.value
-            print(mask(f"  {clean(w.url, 80)}  {clean(gone, 60)}  {state.upper()} (still listed by the router; "
-                       f"`router sync {name}` removes it)"))
+            print(
+                mask(
+                    f"  {clean(w.url, 80)}  {clean(gone, 60)}  {state.upper()} (still listed by the router; "
+                    f"`router sync {name}` removes it)"
+                )
+            )
             continue
-        print(mask(f"  {clean(w.url, 80)}  {clean(who or '(not a known replica)', 60)}  "
-                   f"{'healthy' if w.healthy else 'UNHEALTHY'}"
-                   f"  {mgr.worker_load(name, w)}  {'-' if wr is None else f'{wr:.1f}'} req/s"))
+        print(
+            mask(
+                f"  {clean(w.url, 80)}  {clean(who or '(not a known replica)', 60)}  "
+                f"{'healthy' if w.healthy else 'UNHEALTHY'}"
+                f"  {mgr.worker_load(name, w)}  {'-' if wr is None else f'{wr:.1f}'} req/s"
+            )
+        )
     listed = {w.url for w in v.workers}
     for s in mgr.ctl.state.servers.values():
         if s.meta.preset in spec.presets and s.meta.host == spec.host and s.meta.port is not None:
@@ -110,12 +125,19 @@ async def bench(ctl: FleetController, mgr: RouterManager, name: str, args: argpa
     results = []
     for who, url in ((one[0], await ctl.server_url(one[0])), (f"router:{name}", await mgr.url(name))):
         print(f"bench {who} ...", file=sys.stderr, flush=True)
-        spec = BenchSpec(url=url, concurrency=levels, input_len=args.input_len, output_len=args.output_len,
-                         num_prompts=args.num_prompts)
+        spec = BenchSpec(
+            url=url,
+            concurrency=levels,
+            input_len=args.input_len,
+            output_len=args.output_len,
+            num_prompts=args.num_prompts,
+        )
         async with LoadGenerator(spec) as g:
             results.append((await g.sweep()).levels)
-    print(f"bench {one[0]} (one replica) vs router {name} over {len(replicas)} healthy workers "
-          f"({mgr.fleet.routers[name].policy}); input {args.input_len}, output {args.output_len} tokens")
+    print(
+        f"bench {one[0]} (one replica) vs router {name} over {len(replicas)} healthy workers "
+        f"({mgr.fleet.routers[name].policy}); input {args.input_len}, output {args.output_len} tokens"
+    )
     print(scaling_table(results[0], results[1], len(replicas)))
     return EXIT_OK
 
@@ -129,12 +151,15 @@ def run(args: argparse.Namespace) -> int:
     fleet = load_fleet(args.hosts)
     name = (args.name or "").removeprefix("router:")
     if not name and args.verb != "status":
-        return fail(f"router {args.verb} needs a NAME ({', '.join(fleet.routers) or 'no [routers.NAME] in hosts.toml'})",
-                    EXIT_USAGE)
+        return fail(
+            f"router {args.verb} needs a NAME ({', '.join(fleet.routers) or 'no [routers.NAME] in hosts.toml'})",
+            EXIT_USAGE,
+        )
     if name and name not in fleet.routers:
         hint = did_you_mean(name, list(fleet.routers))
-        return fail(f"no router '{name}'{hint or ''} (routers: {', '.join(fleet.routers) or 'none in hosts.toml'})",
-                    EXIT_USAGE)
+        return fail(
+            f"no router '{name}'{hint or ''} (routers: {', '.join(fleet.routers) or 'none in hosts.toml'})", EXIT_USAGE
+        )
     names = [name] if name else list(fleet.routers)
     if not names:
         print("no [routers.NAME] in hosts.toml")
@@ -165,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
                 from console.router.command import log_tail_script
 
                 r = await ctl.links[v.host].run(log_tail_script(v.log_path, 256 * 1024), timeout=20)
-                lines = for_terminal(r.stdout).splitlines()[-max(1, args.lines):]
+                lines = for_terminal(r.stdout).splitlines()[-max(1, args.lines) :]
                 print(mask(f"==> {v.log_path} ({v.phase})"))
                 for ln in lines:
                     print(mask(ln))
@@ -175,13 +200,21 @@ def run(args: argparse.Namespace) -> int:
                 if v.phase != "running":
                     return fail(f"router {name} is {v.phase}{': ' + v.error if v.error else ''}", EXIT_FAILED)
                 ch = await mgr.sync(name)
-                print(mask(mgr.views[name].last_change if ch else f"router {name}: workers already match "
-                                                                  f"the {len(mgr.ready_urls(name))} serving replicas"))
+                print(
+                    mask(
+                        mgr.views[name].last_change
+                        if ch
+                        else f"router {name}: workers already match the {len(mgr.ready_urls(name))} serving replicas"
+                    )
+                )
                 return EXIT_OK
             if args.verb == "bench":
                 return await bench(ctl, mgr, name, args)
-            verb = {"up": lambda: mgr.up(name, wait_s=args.wait), "down": lambda: mgr.down(name),
-                    "restart": lambda: mgr.restart(name)}[args.verb]
+            verb = {
+                "up": lambda: mgr.up(name, wait_s=args.wait),
+                "down": lambda: mgr.down(name),
+                "restart": lambda: mgr.restart(name),
+            }[args.verb]
             out = await verb()
             if out.ok:
                 print(mask(out.message))

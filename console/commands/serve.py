@@ -17,12 +17,18 @@ LOOPBACK = {"127.0.0.1": "127.0.0.1", "localhost": "localhost", "::1": "[::1]"}
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve the console to a browser (127.0.0.1, read-only, token in the URL)")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to bind (default 127.0.0.1: reach it through `ssh -L`; anything else is plain HTTP)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1: reach it through `ssh -L`; anything else is plain HTTP)",
+    )
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to bind (default {DEFAULT_PORT}; 0 picks one)")
     p.add_argument("--demo", action="store_true", help="each session opens the demo on its own simulated fleet")
-    p.add_argument("--allow-actions", action="store_true",
-                   help="let browser sessions launch, relaunch, stop and reconnect (default: read-only)")
+    p.add_argument(
+        "--allow-actions",
+        action="store_true",
+        help="let browser sessions launch, relaunch, stop and reconnect (default: read-only)",
+    )
     p.set_defaults(func=run)
 
 

@@ -11,7 +11,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = p.add_subparsers(dest="sim_command", metavar="ACTION", required=True)
     up = s.add_parser("up", help="build a sim fleet in DIR and write DIR/hosts.toml (idempotent)")
     up.add_argument("--dir", required=True)
-    up.add_argument("--hosts", dest="sim_hosts", default="ct129,blackwell", help="comma-separated: ct129,blackwell,blackwell8")
+    up.add_argument(
+        "--hosts", dest="sim_hosts", default="ct129,blackwell", help="comma-separated: ct129,blackwell,blackwell8"
+    )
     up.add_argument("--time-scale", type=float, default=None, help="startup speed: 1.0 realistic, 0.1 fast")
     up.set_defaults(func=_up)
     down = s.add_parser("down", help="stop every sim process of the fleet in DIR")

@@ -29,7 +29,9 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("status", help="hosts, GPUs and servers: phase, tok/s, memory, age of the data")
-    p.add_argument("--json", action="store_true", help="print the stable JSON document (schema dflash-console/status/1)")
+    p.add_argument(
+        "--json", action="store_true", help="print the stable JSON document (schema dflash-console/status/1)"
+    )
     p.add_argument("--watch", action="store_true", help="refresh every 2 s until Ctrl-C")
     p.add_argument("--wait", type=float, default=6.0, metavar="S", help="seconds to wait for hosts (default 6)")
     p.set_defaults(func=run)
@@ -51,16 +53,20 @@ def render(doc: dict) -> str:
         out.append(line)
         for g in h["gpus"]:
             mem = f"{_fmt(g['memory_used_mib'])}/{_fmt(g['memory_total_mib'])} MiB"
-            out.append(f"  GPU {g['index']}  {g['name'][:40]:40}  {mem:>20}  {_fmt(g['utilization_pct'], '%'):>4}  "
-                       f"{g['server'] or '-'}")
+            out.append(
+                f"  GPU {g['index']}  {g['name'][:40]:40}  {mem:>20}  {_fmt(g['utilization_pct'], '%'):>4}  "
+                f"{g['server'] or '-'}"
+            )
     if doc["servers"]:
         out.append("")
         out.append(f"{'SERVER':44} {'PHASE':16} {'TOK/S':>8} {'PORT':>6} {'MEM MiB':>8}  CAUSE")
         for s in doc["servers"]:
             tp = f"{s['gen_throughput']:.1f}" if s["gen_throughput"] is not None else "-"
             name = s["name"] + ("" if s["managed"] else " (external)")
-            out.append(f"{name:44} {s['phase']:16} {tp:>8} {_fmt(s['port']):>6} {_fmt(s['memory_mib']):>8}  "
-                       f"{s['summary'] or ''}")
+            out.append(
+                f"{name:44} {s['phase']:16} {tp:>8} {_fmt(s['port']):>6} {_fmt(s['memory_mib']):>8}  "
+                f"{s['summary'] or ''}"
+            )
     if doc.get("routers"):
         out.append("")
         out.append(f"{'ROUTER':24} {'WHERE':28} {'POLICY':14} {'PHASE':10} {'WORKERS':>8}  ERROR")
@@ -83,7 +89,8 @@ async def first_look(ctl: FleetController, wait_s: float) -> None:
     ctl.subscribe(lambda events, _notices: sampled.update(e.host for e in events if isinstance(e, ProcessSample)))
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline and not all(
-            h.conn != "up" or ((h.gpus or h.telemetry_error) and h.name in sampled) for h in ctl.state.hosts.values()):
+        h.conn != "up" or ((h.gpus or h.telemetry_error) and h.name in sampled) for h in ctl.state.hosts.values()
+    ):
         await asyncio.sleep(0.02)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(ctl.check_all_health(), 6.0)  # each request has its own 5 s deadline
@@ -114,8 +121,14 @@ async def run_once(args: argparse.Namespace, fleet: Fleet) -> int:
         await _first_look_of(fleet, found.fallback, state, max(1.0, args.wait - (time.monotonic() - t0)), routers)
     doc = status_doc(state)
     if fleet.routers:
-        doc["routers"] = [router_doc(routers[n], functools.partial(look.replica_of, fleet, state.servers, n),
-                                     look.ended_workers(fleet, state.servers, routers[n])) for n in fleet.routers]
+        doc["routers"] = [
+            router_doc(
+                routers[n],
+                functools.partial(look.replica_of, fleet, state.servers, n),
+                look.ended_workers(fleet, state.servers, routers[n]),
+            )
+            for n in fleet.routers
+        ]
     if args.json:
         print(json.dumps(for_json(doc), indent=2), flush=True)
     else:
@@ -123,8 +136,9 @@ async def run_once(args: argparse.Namespace, fleet: Fleet) -> int:
     return EXIT_UNREACHABLE if any(h["state"] != "up" for h in doc["hosts"]) else EXIT_OK
 
 
-async def _first_look_of(fleet: Fleet, hosts: list[str], state: FleetState, wait_s: float,
-                         routers: dict[str, RouterView]) -> None:
+async def _first_look_of(
+    fleet: Fleet, hosts: list[str], state: FleetState, wait_s: float, routers: dict[str, RouterView]
+) -> None:
     """The controller path for `hosts` (today: no Python there to run the agent), its picture moved into `state`
     and its routers' views into `routers`."""
     from console.fleet.controller import FleetController
@@ -176,9 +190,10 @@ def run_with_controller(args: argparse.Namespace, fleet: Fleet) -> int:
             if mgr is not None:  # each router's process, /health, /workers and metrics, all at once
                 live = [n for n in mgr.fleet.routers if ctl.state.hosts[mgr.fleet.routers[n].host].conn == "up"]
                 await asyncio.gather(*(mgr.refresh(n) for n in live))
-                doc["routers"] = [router_doc(mgr.views[n], lambda url, n=n: mgr.replica_of(n, url),
-                                             mgr.ended_workers(n))
-                                  for n in mgr.fleet.routers]
+                doc["routers"] = [
+                    router_doc(mgr.views[n], lambda url, n=n: mgr.replica_of(n, url), mgr.ended_workers(n))
+                    for n in mgr.fleet.routers
+                ]
             if args.json:
                 print(json.dumps(for_json(doc), indent=None if args.watch else 2), flush=True)
             else:

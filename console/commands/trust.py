@@ -62,8 +62,10 @@ def _show(info: HostKeyInfo) -> None:
     print(f"host {info.host_name} ({info.pattern})")
     print(f"key  {info.key_type} {info.fingerprint}")
     if info.changed:
-        print("WARNING: this key differs from the one trusted before for this host. If nobody reinstalled "
-              "the host, someone may be intercepting the connection.")
+        print(
+            "WARNING: this key differs from the one trusted before for this host. If nobody reinstalled "
+            "the host, someone may be intercepting the connection."
+        )
 
 
 def _confirm(info: HostKeyInfo) -> bool:

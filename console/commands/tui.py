@@ -91,8 +91,7 @@ def run_demo(args: argparse.Namespace) -> int:
     os.environ["DFLASH_STATE_DIR"] = str(demo.state_dir)  # bench history and exports too: this process is the demo
     for sig in (signal.SIGHUP, signal.SIGTERM):
         signal.signal(sig, lambda n, f: _on_exit_signal(demo, n, f))
-    app = DflashApp(api_factory=demo.bring_up, demo=demo, read_only=demo.read_only,
-                    theme=getattr(args, "theme", None))
+    app = DflashApp(api_factory=demo.bring_up, demo=demo, read_only=demo.read_only, theme=getattr(args, "theme", None))
     try:
         app.run()
     finally:

@@ -38,8 +38,9 @@ def new_stamp() -> str:
     return dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
 
 
-async def preview(ctl: HostOps, preset_name: str, gpus: list[int] | None = None,
-                  only: str | None = None) -> LaunchPreview:
+async def preview(
+    ctl: HostOps, preset_name: str, gpus: list[int] | None = None, only: str | None = None
+) -> LaunchPreview:
     """Plans, lint findings and fresh pre-checks; `only` keeps one replica (restart)."""
     if preset_name not in ctl.fleet.presets:
         raise KeyError(f"unknown preset '{preset_name}'")
@@ -51,8 +52,9 @@ async def preview(ctl: HostOps, preset_name: str, gpus: list[int] | None = None,
         log_dir = plans[0].log_path.rsplit("/", 1)[0] if plans and "/" in plans[0].log_path else None
         r = await link.run(facts_command(ctl.fleet.hosts[preset.host], preset.model, log_dir), timeout=30)
     except TransportError as e:
-        return LaunchPreview(preset_name, plans, lint_preset(ctl.fleet, preset_name),
-                             [PreCheck("host reachable", False, str(e))])
+        return LaunchPreview(
+            preset_name, plans, lint_preset(ctl.fleet, preset_name), [PreCheck("host reachable", False, str(e))]
+        )
     facts = parse_facts(r.stdout, preset.host)
     if gpus is not None and plans:  # re-planned GPUs: ports from the preset's first one up, skipping taken ones
         live = [m for m in facts.metas if discovery.is_alive(m, facts.procs)]
@@ -61,13 +63,21 @@ async def preview(ctl: HostOps, preset_name: str, gpus: list[int] | None = None,
         every = plan_launch(ctl.fleet, preset_name, stamp, gpus)
         ports = choose_ports(first, len(every), taken)
         if len(ports) == len(every):
-            plans = [p for p in plan_launch(ctl.fleet, preset_name, stamp, gpus, ports) if only in (None, p.replica.name)]
+            plans = [
+                p for p in plan_launch(ctl.fleet, preset_name, stamp, gpus, ports) if only in (None, p.replica.name)
+            ]
     findings = lint_preset(ctl.fleet, preset_name, facts.model_config)
     checks = run_checks(ctl, preset_name, plans, facts)
     if preset.api_key_env and plans and not any(_secret_args(p).get("api-key") for p in plans):
-        checks.append(PreCheck("api key", False, f"api_key_env {preset.api_key_env} is not set here: the server "
-                               "will start without an API key (anyone who reaches its port can use it)",
-                               blocking=False))
+        checks.append(
+            PreCheck(
+                "api key",
+                False,
+                f"api_key_env {preset.api_key_env} is not set here: the server "
+                "will start without an API key (anyone who reaches its port can use it)",
+                blocking=False,
+            )
+        )
     return LaunchPreview(preset_name, plans, findings, checks)
 
 
@@ -77,8 +87,9 @@ def refusal(pv: LaunchPreview) -> str:
     return "refused: " + "; ".join(errs)
 
 
-async def launch(ctl: HostOps, preset_name: str, gpus: list[int] | None = None, *, wait: bool = False,
-                 only: str | None = None) -> ActionOutcome:
+async def launch(
+    ctl: HostOps, preset_name: str, gpus: list[int] | None = None, *, wait: bool = False, only: str | None = None
+) -> ActionOutcome:
     """Pre-check, then start every replica detached; `only` restricts to one replica name (restart)."""
     if ctl.read_only:
         return ActionOutcome(False, "read-only console: launch refused")
@@ -91,8 +102,9 @@ async def launch(ctl: HostOps, preset_name: str, gpus: list[int] | None = None, 
             return ActionOutcome(False, f"{preset.host}: host unreachable ({link.last_error or 'not connected'})")
         try:
             # the host's own lock (another console's launch waits), held from the pre-checks until meta.json
-            async with hostlock.hold(link.transport.stream, preset.host, ctl.fleet.hosts[preset.host],
-                                     on_command=ctl.journal.stream) as lock:
+            async with hostlock.hold(
+                link.transport.stream, preset.host, ctl.fleet.hosts[preset.host], on_command=ctl.journal.stream
+            ) as lock:
                 refused = await _locked_launch(ctl, preset_name, gpus, only, lock)
         except hostlock.LockBusy as e:
             ctl.emit([ServerAction(preset_name, time.time(), "launch", False, str(e))])
@@ -109,8 +121,9 @@ async def launch(ctl: HostOps, preset_name: str, gpus: list[int] | None = None, 
     return ActionOutcome(True, f"launched {', '.join(started)}", started)
 
 
-async def _locked_launch(ctl: HostOps, preset_name: str, gpus: list[int] | None, only: str | None,
-                         lock: hostlock.HeldLock) -> ActionOutcome:
+async def _locked_launch(
+    ctl: HostOps, preset_name: str, gpus: list[int] | None, only: str | None, lock: hostlock.HeldLock
+) -> ActionOutcome:
     """Pre-checks then start every replica, under the host's lock; ok with the servers started."""
     pv = await preview(ctl, preset_name, gpus, only)
     plans = pv.plans
@@ -149,9 +162,21 @@ async def _start(ctl: HostOps, plan: LaunchPlan, lock: hostlock.HeldLock) -> tup
     remember_secrets([a for k, v in secret_args.items() for a in (f"--{k}", v)])
     launch_id = f"{lock.token}-{r.index}"
     meta = ServerMeta(
-        name=r.name, host=r.host, gpus=r.gpus, port=r.port, preset=r.preset, managed=True, pid=None, sid=None,
-        log_path=plan.log_path, argv=tuple(mask_argv(plan.argv)), env=tuple(sorted(mask_env(plan.env).items())),
-        started_at=time.time(), command=mask(plan.command), launch_id=launch_id, bind=plan.bind,
+        name=r.name,
+        host=r.host,
+        gpus=r.gpus,
+        port=r.port,
+        preset=r.preset,
+        managed=True,
+        pid=None,
+        sid=None,
+        log_path=plan.log_path,
+        argv=tuple(mask_argv(plan.argv)),
+        env=tuple(sorted(mask_env(plan.env).items())),
+        started_at=time.time(),
+        command=mask(plan.command),
+        launch_id=launch_id,
+        bind=plan.bind,
     )
     doc = discovery.meta_to_json(meta, {"console_version": __version__, "python": plan.python})
     script = launchscript.launch_script(plan, discovery.meta_dir(host, r.name), lock.path, lock.token, launch_id)
@@ -164,8 +189,7 @@ async def _start(ctl: HostOps, plan: LaunchPlan, lock: hostlock.HeldLock) -> tup
         in_flight.discard(r.port)
 
 
-async def _run_launch(ctl: HostOps, plan: LaunchPlan, script: str, stdin: str,
-                      meta: ServerMeta) -> tuple[bool, str]:
+async def _run_launch(ctl: HostOps, plan: LaunchPlan, script: str, stdin: str, meta: ServerMeta) -> tuple[bool, str]:
     r = plan.replica
     link = ctl.links[r.host]
     try:
@@ -223,8 +247,9 @@ async def stop(ctl: HostOps, name: str) -> ActionOutcome:
     if s is None:
         return ActionOutcome(False, f"no server named '{name}'")
     if not s.meta.managed:
-        return ActionOutcome(False, f"{name} was not started by the console (external, read-only; adopt is not "
-                             "implemented yet)", [name])
+        return ActionOutcome(
+            False, f"{name} was not started by the console (external, read-only; adopt is not implemented yet)", [name]
+        )
     link = ctl.links[s.meta.host]
     sid = s.meta.sid or s.meta.pid
     if s.alive and sid:
@@ -232,7 +257,9 @@ async def stop(ctl: HostOps, name: str) -> ActionOutcome:
         try:
             await link.run(f"kill -TERM -- -{sid} 2>/dev/null || kill -TERM {int(s.meta.pid or sid)}", timeout=15)
             if not await ctl.wait_gone(name, STOP_DRAIN_S):
-                ctl.emit([ServerAction(name, time.time(), "kill", True, f"still alive after {STOP_DRAIN_S:g} s: SIGKILL")])
+                ctl.emit(
+                    [ServerAction(name, time.time(), "kill", True, f"still alive after {STOP_DRAIN_S:g} s: SIGKILL")]
+                )
                 await link.run(f"kill -KILL -- -{sid} 2>/dev/null || kill -KILL {int(s.meta.pid or sid)}", timeout=15)
                 if not await ctl.wait_gone(name, STOP_KILL_WAIT_S):
                     return ActionOutcome(False, f"{name} survived SIGKILL", [name])
@@ -296,6 +323,7 @@ async def restart(ctl: HostOps, name: str) -> ActionOutcome:
     # a replica of the preset's own plan (its GPUs and its port) relaunches as planned; one a `--gpus` or marked-GPU
     # launch re-planned (same name, another port: the plan's port may belong to a sibling replica now) re-plans on
     # its GPUs, where the pre-check picks a free port from the preset's first one up
-    own = any(p.replica.name == name and p.replica.port == s.meta.port
-              for p in plan_launch(ctl.fleet, s.meta.preset, "x"))
+    own = any(
+        p.replica.name == name and p.replica.port == s.meta.port for p in plan_launch(ctl.fleet, s.meta.preset, "x")
+    )
     return await launch(ctl, s.meta.preset, None if own else list(s.meta.gpus), only=name)

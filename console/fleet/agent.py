@@ -423,17 +423,25 @@ def _python(python: str) -> str:
     return shell_path(python) if python.startswith("~") else shlex.quote(python)
 
 
-def agent_procs_command(python: str, interval_s: float = 1.0, apps_every_s: float = 60.0,
-                        fast_every_s: float = 3.0, apps_command: str | None = None, pattern: str = SGLANG_RE,
-                        full_every_s: float = 5.0) -> str:
+def agent_procs_command(
+    python: str,
+    interval_s: float = 1.0,
+    apps_every_s: float = 60.0,
+    fast_every_s: float = 3.0,
+    apps_command: str | None = None,
+    pattern: str = SGLANG_RE,
+    full_every_s: float = 5.0,
+) -> str:
     """The process loop: SGLang sessions every second; compute apps (per-process VRAM) every 3 s after a
     server process came or went, until every server session holds VRAM and three readings agree, or a minute
     passes; else once a minute
     (1 spawn a minute in steady state; the GPUs' own memory figures stream every second regardless).
     Every process is read again every `full_every_s` (ProcScan: between, only new ones and servers')."""
-    return (f"exec {_python(python)} -I -S -u -c {shlex.quote(AGENT_SOURCE)} procs {interval_s:g} "
-            f"{apps_every_s:g} {shlex.quote(apps_command or nvsmi.query_apps_command())} {shlex.quote(pattern)} "
-            f"{fast_every_s:g} {full_every_s:g}")
+    return (
+        f"exec {_python(python)} -I -S -u -c {shlex.quote(AGENT_SOURCE)} procs {interval_s:g} "
+        f"{apps_every_s:g} {shlex.quote(apps_command or nvsmi.query_apps_command())} {shlex.quote(pattern)} "
+        f"{fast_every_s:g} {full_every_s:g}"
+    )
 
 
 TAIL_GAP_S = 0.25
@@ -458,10 +466,10 @@ def tail_pace_line(gap_s: float) -> bytes:
     return f"gap {gap_s:g}\n".encode()
 
 
-def agent_tail_command(python: str, files: list[tuple[str, int]], max_frame: int = MAX_FRAME,
-                       gap_s: float = TAIL_GAP_S) -> str:
+def agent_tail_command(
+    python: str, files: list[tuple[str, int]], max_frame: int = MAX_FRAME, gap_s: float = TAIL_GAP_S
+) -> str:
     """The multiplexed tail of every server log, from the byte offsets already read; `gap_s` until a
     `tail_pace_line` on its stdin changes it."""
     words = " ".join(f"{shell_path(p)} {int(o)}" for p, o in files)
-    return (f"exec {_python(python)} -I -S -u -c {shlex.quote(AGENT_SOURCE)} tail {max_frame} {gap_s:g} "
-            f"{words}")
+    return f"exec {_python(python)} -I -S -u -c {shlex.quote(AGENT_SOURCE)} tail {max_frame} {gap_s:g} {words}"

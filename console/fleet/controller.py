@@ -63,8 +63,15 @@ METRICS_EVERY_S = 5.0
 class FleetController:
     """The one object a front end holds: state, subscriptions, and every fleet action."""
 
-    def __init__(self, fleet: Fleet, *, read_only: bool = False, transport_factory: TransportFactory | None = None,
-                 journal: Journal | None = None, poll_ms: int | None = None) -> None:
+    def __init__(
+        self,
+        fleet: Fleet,
+        *,
+        read_only: bool = False,
+        transport_factory: TransportFactory | None = None,
+        journal: Journal | None = None,
+        poll_ms: int | None = None,
+    ) -> None:
         self.fleet = fleet
         self.read_only = read_only
         self.state = FleetState(list(fleet.hosts))
@@ -142,8 +149,16 @@ class FleetController:
             if hosts is not None and name not in hosts:
                 continue
             transport = self._factory(name, host, self.journal.command)
-            link = HostLink(name, host, transport, self.emit, poll_ms=self._poll_ms,
-                            on_up=self._on_up, on_frame=self._on_frame, on_command=self.journal.stream)
+            link = HostLink(
+                name,
+                host,
+                transport,
+                self.emit,
+                poll_ms=self._poll_ms,
+                on_up=self._on_up,
+                on_frame=self._on_frame,
+                on_command=self.journal.stream,
+            )
             self.links[name] = link
             await link.start()
             self._tasks.append(asyncio.create_task(self._health_loop(name), name=f"health:{name}"))
@@ -154,8 +169,9 @@ class FleetController:
         if self._tasks:  # bounded: a task stuck in a cleanup must not hang the console's exit
             await asyncio.wait(self._tasks, timeout=CLOSE_TIMEOUT_S)
         self._tasks = []
-        await asyncio.wait_for(asyncio.gather(*(link.close() for link in self.links.values()),
-                                              return_exceptions=True), CLOSE_TIMEOUT_S * 2)
+        await asyncio.wait_for(
+            asyncio.gather(*(link.close() for link in self.links.values()), return_exceptions=True), CLOSE_TIMEOUT_S * 2
+        )
         await self.http_pool.aclose()
 
     async def __aenter__(self) -> FleetController:
@@ -255,8 +271,13 @@ class FleetController:
             self.absences.missed(s.name, frame.sampled_at or at)
             self._recheck(s.name, recheck.confirm_gone(self, link, s.name))  # one missed sample ends nothing
         for s in self.state.servers_on(host):
-            if (s.meta.managed and not s.alive and not s.stopping and s.ended_at is not None
-                    and discovery.is_alive(s.meta, frame.procs)):  # called ended, yet its session is there
+            if (
+                s.meta.managed
+                and not s.alive
+                and not s.stopping
+                and s.ended_at is not None
+                and discovery.is_alive(s.meta, frame.procs)
+            ):  # called ended, yet its session is there
                 events.append(ServerAlive(s.name, at))
                 self._recheck(s.name, recheck.resync_log(self, link, s.name))
         if host in self._discovered:
@@ -282,14 +303,16 @@ class FleetController:
             return frame.remote_time > remote
         return (frame.sampled_at or at) - self._launched_at.get(name, 0) >= LAUNCH_GRACE_S
 
-    def _externals(self, host: str, frame: ProcFrame, apps: list[ComputeApp], at: float,
-                   managed_sids: set[int]) -> list[Event]:
+    def _externals(
+        self, host: str, frame: ProcFrame, apps: list[ComputeApp], at: float, managed_sids: set[int]
+    ) -> list[Event]:
         uuid_index = {g.reading.uuid: i for i, g in self.state.host(host).gpus.items() if g.reading.uuid}
         out: list[Event] = []
         seen: set[str] = set()
         managed_pids = {s.meta.pid for s in self.state.servers_on(host) if s.meta.managed}
-        for meta in external_servers(host, frame.procs, apps, uuid_index, managed_sids, managed_pids,
-                                     self._shares_process_table(host)):
+        for meta in external_servers(
+            host, frame.procs, apps, uuid_index, managed_sids, managed_pids, self._shares_process_table(host)
+        ):
             if meta.port in self.launching.get(host, ()):
                 continue  # the console's own launch in flight (its pid is known once the launch command returns)
             seen.add(meta.name)
@@ -321,8 +344,11 @@ class FleetController:
                 every = HEALTH_READY_EVERY_S if s.health == "ok" else HEALTH_EVERY_S
                 if s.health_at is None or now - s.health_at >= every - 0.05:
                     self.emit([await self.check_health(s.name)])
-                if (s.health == "ok" and "--enable-metrics" in s.meta.argv
-                        and (s.metrics_at is None or now - s.metrics_at >= METRICS_EVERY_S)):
+                if (
+                    s.health == "ok"
+                    and "--enable-metrics" in s.meta.argv
+                    and (s.metrics_at is None or now - s.metrics_at >= METRICS_EVERY_S)
+                ):
                     m = await self._get_metrics(s.name)
                     if m is not None:
                         self.emit([m])
@@ -338,8 +364,9 @@ class FleetController:
             http = self.http_pool.client(self.state.servers[name].meta.host)
             self.http_in_flight += 1
             try:
-                r, body = await get_retrying_stale(http, url + "/metrics", deadline_s=METRICS_DEADLINE_S,
-                                                   max_bytes=METRICS_MAX_BYTES, what="/metrics")
+                r, body = await get_retrying_stale(
+                    http, url + "/metrics", deadline_s=METRICS_DEADLINE_S, max_bytes=METRICS_MAX_BYTES, what="/metrics"
+                )
             finally:
                 self.http_in_flight -= 1
             if r.status_code != 200:
@@ -364,8 +391,9 @@ class FleetController:
             http = self.http_pool.client(self.state.servers[name].meta.host)
             self.http_in_flight += 1
             try:
-                r, _ = await get_retrying_stale(http, url + "/health", deadline_s=HEALTH_DEADLINE_S,
-                                                max_bytes=HEALTH_MAX_BYTES, what="/health")
+                r, _ = await get_retrying_stale(
+                    http, url + "/health", deadline_s=HEALTH_DEADLINE_S, max_bytes=HEALTH_MAX_BYTES, what="/health"
+                )
             finally:
                 self.http_in_flight -= 1
             ms = (time.monotonic() - t0) * 1000

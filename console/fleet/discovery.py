@@ -40,18 +40,31 @@ def meta_dir(host: Host, name: str) -> str:
 def list_command(host: Host) -> str:
     """Every meta.json (one JSON line after `==> meta`), its last launches (`==> hist`), then ps."""
     d = shell_path(servers_dir(host))
-    return (f'for m in {d}/*/{META_NAME}; do [ -f "$m" ] || continue; echo "==> meta"; '
-            f'head -c {META_MAX_BYTES} "$m" | tr -d "\\n"; echo; '
-            'h="${m%/*}/history.jsonl"; [ -f "$h" ] && { echo "==> hist"; tail -n 20 "$h" | '
-            f'head -c {20 * META_MAX_BYTES}; echo; }}; done; '
-            'echo "==> ps"; ps -ww -eo pid=,ppid=,sid=,args=')
+    return (
+        f'for m in {d}/*/{META_NAME}; do [ -f "$m" ] || continue; echo "==> meta"; '
+        f'head -c {META_MAX_BYTES} "$m" | tr -d "\\n"; echo; '
+        'h="${m%/*}/history.jsonl"; [ -f "$h" ] && { echo "==> hist"; tail -n 20 "$h" | '
+        f"head -c {20 * META_MAX_BYTES}; echo; }}; done; "
+        'echo "==> ps"; ps -ww -eo pid=,ppid=,sid=,args='
+    )
 
 
 def meta_to_json(m: ServerMeta, extra: dict[str, Any] | None = None) -> str:
     d = {
-        "name": m.name, "host": m.host, "preset": m.preset, "gpus": list(m.gpus), "port": m.port, "bind": m.bind,
-        "pid": m.pid, "sid": m.sid, "log_path": m.log_path, "argv": list(m.argv), "env": dict(m.env),
-        "started_at": m.started_at, "command": m.command, "launch_id": m.launch_id,
+        "name": m.name,
+        "host": m.host,
+        "preset": m.preset,
+        "gpus": list(m.gpus),
+        "port": m.port,
+        "bind": m.bind,
+        "pid": m.pid,
+        "sid": m.sid,
+        "log_path": m.log_path,
+        "argv": list(m.argv),
+        "env": dict(m.env),
+        "started_at": m.started_at,
+        "command": m.command,
+        "launch_id": m.launch_id,
     }
     d.update(extra or {})
     return json.dumps(d, ensure_ascii=False)
@@ -60,14 +73,21 @@ def meta_to_json(m: ServerMeta, extra: dict[str, Any] | None = None) -> str:
 def meta_from_json(d: dict[str, Any], host_name: str) -> ServerMeta | None:
     try:
         return ServerMeta(
-            name=str(d["name"]), host=host_name, gpus=tuple(int(g) for g in d.get("gpus", ())),
-            port=int(d["port"]) if d.get("port") is not None else None, preset=d.get("preset"), managed=True,
+            name=str(d["name"]),
+            host=host_name,
+            gpus=tuple(int(g) for g in d.get("gpus", ())),
+            port=int(d["port"]) if d.get("port") is not None else None,
+            preset=d.get("preset"),
+            managed=True,
             pid=int(d["pid"]) if d.get("pid") is not None else None,
             sid=int(d["sid"]) if d.get("sid") is not None else None,
-            log_path=d.get("log_path"), argv=tuple(d.get("argv", ())),
+            log_path=d.get("log_path"),
+            argv=tuple(d.get("argv", ())),
             env=tuple(sorted((str(k), str(v)) for k, v in dict(d.get("env", {})).items())),
-            started_at=d.get("started_at"), command=str(d.get("command", "")),
-            launch_id=str(d.get("launch_id", "")), bind=str(d.get("bind", "127.0.0.1")),
+            started_at=d.get("started_at"),
+            command=str(d.get("command", "")),
+            launch_id=str(d.get("launch_id", "")),
+            bind=str(d.get("bind", "127.0.0.1")),
         )
     except (KeyError, TypeError, ValueError):
         return None

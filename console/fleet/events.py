@@ -212,7 +212,20 @@ class Notice:
 
 
 Event = (
-    HostConnecting | HostUp | HostDown | GpuSample | TelemetryError | ProcessSample | ServerSeen
-    | ServerGone | ServerAlive | ServerRemoved | LogData | LogError | HealthResult | MetricsSample | ServerAction | Notice
+    HostConnecting
+    | HostUp
+    | HostDown
+    | GpuSample
+    | TelemetryError
+    | ProcessSample
+    | ServerSeen
+    | ServerGone
+    | ServerAlive
+    | ServerRemoved
+    | LogData
+    | LogError
+    | HealthResult
+    | MetricsSample
+    | ServerAction
+    | Notice
 )
-

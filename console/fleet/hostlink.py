@@ -92,11 +92,20 @@ YIELD_AFTER_BYTES = 16_384
 class HostLink:
     """Supervises one host: connect, stream, watch, reconnect; emits HostUp/Down, samples, log data."""
 
-    def __init__(self, name: str, host: Host, transport: Transport, emit: Emit, *, poll_ms: int = 1000,
-                 on_up: Callable[[HostLink], Awaitable[None]] | None = None,
-                 on_frame: Callable[[HostLink, ProcFrame, float], None] | None = None,
-                 max_commands: int = MAX_COMMANDS, watchdog_s: float = WATCHDOG_S,
-                 on_command: CommandHook | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        host: Host,
+        transport: Transport,
+        emit: Emit,
+        *,
+        poll_ms: int = 1000,
+        on_up: Callable[[HostLink], Awaitable[None]] | None = None,
+        on_frame: Callable[[HostLink, ProcFrame, float], None] | None = None,
+        max_commands: int = MAX_COMMANDS,
+        watchdog_s: float = WATCHDOG_S,
+        on_command: CommandHook | None = None,
+    ) -> None:
         self.name = name
         self.host = host
         self.transport = transport
@@ -159,8 +168,9 @@ class HostLink:
             await asyncio.wait_for(self.up.wait(), timeout)
         return self.up.is_set()
 
-    async def run(self, command: str, *, timeout: float | None = 30.0, input: str | None = None,
-                  wait_up: float = 10.0) -> CommandResult:
+    async def run(
+        self, command: str, *, timeout: float | None = 30.0, input: str | None = None, wait_up: float = 10.0
+    ) -> CommandResult:
         """Run a command on the host (at most MAX_COMMANDS at once); TransportError names host and command."""
         if not await self.wait_up(wait_up):
             raise TransportError(self.name, f"host unreachable ({self.last_error or 'not connected'})", command)
@@ -230,8 +240,9 @@ class HostLink:
             self.up.set()
             self.emit([HostUp(self.name, time.time())])
             self._last_frame = time.monotonic()
-            tasks = [asyncio.create_task(c) for c in (self._telemetry(), self._procs(), self._tail_loop(),
-                                                      self._watchdog())]
+            tasks = [
+                asyncio.create_task(c) for c in (self._telemetry(), self._procs(), self._tail_loop(), self._watchdog())
+            ]
             if self.on_up is not None:
                 tasks.append(asyncio.create_task(self._guard(self.on_up(self))))
             self._dead.clear()
@@ -304,8 +315,9 @@ class HostLink:
         command, t0 = self._opened.pop(id(stream), ("?", time.monotonic()))
         if self.on_command is not None:
             with contextlib.suppress(Exception):
-                self.on_command(CommandResult(self.name, command, stream.exit_status, "", "stream ended",
-                                              time.monotonic() - t0))
+                self.on_command(
+                    CommandResult(self.name, command, stream.exit_status, "", "stream ended", time.monotonic() - t0)
+                )
 
     # -- telemetry ----------------------------------------------------------------------------
     async def _telemetry(self) -> None:
@@ -315,8 +327,9 @@ class HostLink:
             try:
                 # one sample first: the -lms stream's first tick is known complete only when the second
                 # begins (or a 0.6 s quiet gap passes); the -lms stream's first line completes the one-shot's
-                stream, q, pump = await self._open(f"{nvsmi.query_gpu_command()} 2>/dev/null; "
-                                                   f"exec {nvsmi.query_gpu_command(self.poll_ms)} 2>&1")
+                stream, q, pump = await self._open(
+                    f"{nvsmi.query_gpu_command()} 2>/dev/null; exec {nvsmi.query_gpu_command(self.poll_ms)} 2>&1"
+                )
             except TransportError:
                 await asyncio.sleep(2)
                 continue
@@ -336,8 +349,15 @@ class HostLink:
                             last = time.monotonic()
                             self.emit([GpuSample(self.name, time.time(), tuple(tick))])
                         elif time.monotonic() - last > 3 * interval + 1:
-                            self.emit([TelemetryError(self.name, time.time(),
-                                                      f"nvidia-smi hung: no sample for {time.monotonic() - last:.0f} s")])
+                            self.emit(
+                                [
+                                    TelemetryError(
+                                        self.name,
+                                        time.time(),
+                                        f"nvidia-smi hung: no sample for {time.monotonic() - last:.0f} s",
+                                    )
+                                ]
+                            )
                             hung = True
                             break
                         continue
@@ -351,7 +371,13 @@ class HostLink:
                     if bad:
                         text_seen = (text_seen + bad)[-50:]  # enough to name the error; a garbage flood stays bounded
                         err = nvsmi.error_text("\n".join(bad))
-                        self.emit([TelemetryError(self.name, time.time(), err or f"nvidia-smi printed garbage: {bad[0][:120]!r}")])
+                        self.emit(
+                            [
+                                TelemetryError(
+                                    self.name, time.time(), err or f"nvidia-smi printed garbage: {bad[0][:120]!r}"
+                                )
+                            ]
+                        )
             finally:
                 await self._shut(stream, pump)
             if self._closing:
@@ -424,8 +450,10 @@ class HostLink:
             files = [(t.path, t.offset) for t in specs]
             agent, gap = self.use_agent, self.tail_gap
             try:
-                stream = await self._open_stream(agent_tail_command(self.host.python, files, gap_s=gap)
-                                                 if agent else tail_command(files), stdin=agent)
+                stream = await self._open_stream(
+                    agent_tail_command(self.host.python, files, gap_s=gap) if agent else tail_command(files),
+                    stdin=agent,
+                )
             except TransportError as e:
                 for t in specs:
                     self.emit([LogError(t.server, time.time(), str(e))])
@@ -440,8 +468,9 @@ class HostLink:
             changed = asyncio.create_task(self._tail_changed.wait())
             try:
                 while True:
-                    done, _ = await asyncio.wait({reading, changed}, timeout=self.watchdog_s,
-                                                 return_when=asyncio.FIRST_COMPLETED)
+                    done, _ = await asyncio.wait(
+                        {reading, changed}, timeout=self.watchdog_s, return_when=asyncio.FIRST_COMPLETED
+                    )
                     if changed in done:
                         break
                     if reading in done:  # the stream ended (or the link went)
@@ -483,8 +512,14 @@ class HostLink:
             if self._tails.get(spec.server) is not spec:
                 continue  # the server moved on to a new log file
             if isinstance(it, Missing):
-                events.append(LogError(spec.server, now, f"log file {spec.path} is missing on {self.name} "
-                                                         "(deleted or unreadable); the server may still be running"))
+                events.append(
+                    LogError(
+                        spec.server,
+                        now,
+                        f"log file {spec.path} is missing on {self.name} "
+                        "(deleted or unreadable); the server may still be running",
+                    )
+                )
                 continue
             if isinstance(it, Truncated):
                 spec.offset = 0

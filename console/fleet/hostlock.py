@@ -94,8 +94,10 @@ def holder_command(host: Host, python: str, token: str, wait_s: float = WAIT_S, 
     py = shell_path(python) if python.startswith("~") else shlex.quote(python)
     path = host.env.get("PATH")
     prefix = f"PATH={shlex.quote(path)}; export PATH; " if path else ""
-    return (f"{prefix}exec {py} -I -S -c {shlex.quote(HOLDER.strip())} {shell_path(lock_path(host))} "
-            f"{shlex.quote(token)} {wait_s:g} {lease_s:g}")
+    return (
+        f"{prefix}exec {py} -I -S -c {shlex.quote(HOLDER.strip())} {shell_path(lock_path(host))} "
+        f"{shlex.quote(token)} {wait_s:g} {lease_s:g}"
+    )
 
 
 async def _read_line(stream: RemoteStream) -> str:
@@ -108,9 +110,15 @@ async def _read_line(stream: RemoteStream) -> str:
 
 
 @contextlib.asynccontextmanager
-async def hold(open_stream: Callable[[str], Awaitable[RemoteStream]], host_name: str, host: Host, *,
-               wait_s: float = WAIT_S, lease_s: float = LEASE_S,
-               on_command: CommandHook | None = None) -> AsyncIterator[HeldLock]:
+async def hold(
+    open_stream: Callable[[str], Awaitable[RemoteStream]],
+    host_name: str,
+    host: Host,
+    *,
+    wait_s: float = WAIT_S,
+    lease_s: float = LEASE_S,
+    on_command: CommandHook | None = None,
+) -> AsyncIterator[HeldLock]:
     """Hold the host's launch lock for the body; LockBusy when another launch keeps it past `wait_s`.
 
     `open_stream` starts a long-lived remote command (the host link's `transport.stream`); `on_command`
@@ -129,13 +137,16 @@ async def hold(open_stream: Callable[[str], Awaitable[RemoteStream]], host_name:
         except (TimeoutError, TransportError) as e:
             raise LockBusy(f"cannot take the launch lock {path} on {host_name}: {e or 'no answer'}") from e
         if line.startswith("busy"):
-            raise LockBusy(f"another launch on {host_name} holds {path} ({line[5:] or 'pid ?'}) for over "
-                           f"{wait_s:g} s; try again")
+            raise LockBusy(
+                f"another launch on {host_name} holds {path} ({line[5:] or 'pid ?'}) for over {wait_s:g} s; try again"
+            )
         if line.startswith("error"):
             why = line[6:] + (" (disk full?)" if "No space" in line else "")
             raise LockBusy(f"cannot take the launch lock in run_dir ({path}) on {host_name}: {why}")
         if not line.startswith("locked"):
-            raise LockBusy(f"cannot take the launch lock {path} on {host_name}: {line or f'the lock holder ({host.python}) exited without answering'}")
+            raise LockBusy(
+                f"cannot take the launch lock {path} on {host_name}: {line or f'the lock holder ({host.python}) exited without answering'}"
+            )
         pid = int(line.split()[1]) if len(line.split()) > 1 and line.split()[1].isdigit() else 0
         yield HeldLock(path, token, pid)
     finally:
@@ -143,5 +154,8 @@ async def hold(open_stream: Callable[[str], Awaitable[RemoteStream]], host_name:
             await stream.close()
         if on_command is not None:
             with contextlib.suppress(Exception):
-                on_command(CommandResult(host_name, command, stream.exit_status, "", "launch lock released",
-                                         time.monotonic() - t0))
+                on_command(
+                    CommandResult(
+                        host_name, command, stream.exit_status, "", "launch lock released", time.monotonic() - t0
+                    )
+                )

@@ -66,18 +66,37 @@ class Journal:
     def command(self, r: CommandResult) -> None:
         """Transport `on_command` hook."""
         err = r.stderr.strip()[-300:] if r.exit_status != 0 else ""
-        self.write("command", host=r.host, name=command_name(r.command), command=compact(mask(r.command)),
-                   exit_status=r.exit_status,
-                   duration_s=round(r.duration_s, 3), **({"error": err} if err else {}))
+        self.write(
+            "command",
+            host=r.host,
+            name=command_name(r.command),
+            command=compact(mask(r.command)),
+            exit_status=r.exit_status,
+            duration_s=round(r.duration_s, 3),
+            **({"error": err} if err else {}),
+        )
 
     def stream(self, r: CommandResult) -> None:
         """HostLink hook: a long-lived remote process (telemetry, process loop, log tail) ended."""
-        self.write("stream", host=r.host, name=command_name(r.command), command=compact(mask(r.command)),
-                   exit_status=r.exit_status,
-                   duration_s=round(r.duration_s, 3))
+        self.write(
+            "stream",
+            host=r.host,
+            name=command_name(r.command),
+            command=compact(mask(r.command)),
+            exit_status=r.exit_status,
+            duration_s=round(r.duration_s, 3),
+        )
 
-    def event(self, action: str, *, server: str | None = None, host: str | None = None, ok: bool = True,
-              message: str = "", **extra: Any) -> None:
+    def event(
+        self,
+        action: str,
+        *,
+        server: str | None = None,
+        host: str | None = None,
+        ok: bool = True,
+        message: str = "",
+        **extra: Any,
+    ) -> None:
         self.write("event", action=action, server=server, host=host, ok=ok, message=message, **extra)
 
 
@@ -100,8 +119,10 @@ def format_record(rec: dict[str, Any]) -> str:
     t = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec.get("t", 0)))
     if rec.get("kind") in ("command", "stream"):
         st = rec.get("exit_status")
-        return mask(f"{t}  {rec.get('host')}  exit {st if st is not None else '-'}  {rec.get('duration_s', 0):.2f}s  "
-                    f"{one_line(str(rec.get('command') or ''))}" + (f"  [{rec['error']}]" if rec.get("error") else ""))
+        return mask(
+            f"{t}  {rec.get('host')}  exit {st if st is not None else '-'}  {rec.get('duration_s', 0):.2f}s  "
+            f"{one_line(str(rec.get('command') or ''))}" + (f"  [{rec['error']}]" if rec.get("error") else "")
+        )
     ok = "ok" if rec.get("ok", True) else "FAILED"
     who = rec.get("server") or rec.get("host") or ""
     return mask(f"{t}  {who}  {rec.get('action')} {ok}" + (f": {rec['message']}" if rec.get("message") else ""))
@@ -114,14 +135,27 @@ def journal_event(j: Journal, ev: Event, seen_ids: set[str]) -> None:
     if isinstance(ev, ServerAction):
         j.event(ev.action, server=ev.server, ok=ev.ok, message=ev.message)
     elif isinstance(ev, ServerGone):
-        j.event("found-ended" if ev.found_ended else "gone", server=ev.server, ok=True,
-                exit_status=ev.exit_status, signal=ev.signal)
+        j.event(
+            "found-ended" if ev.found_ended else "gone",
+            server=ev.server,
+            ok=True,
+            exit_status=ev.exit_status,
+            signal=ev.signal,
+        )
     elif isinstance(ev, ServerAlive):
         j.event("alive-again", server=ev.server, ok=True, message="called ended, but its session is running")
     elif isinstance(ev, ServerSeen) and ev.meta.launch_id not in seen_ids:
         seen_ids.add(ev.meta.launch_id)
-        j.event("seen", server=ev.meta.name, host=ev.meta.host, ok=True, managed=ev.meta.managed,
-                alive=ev.alive, pid=ev.meta.pid, log_path=ev.meta.log_path)
+        j.event(
+            "seen",
+            server=ev.meta.name,
+            host=ev.meta.host,
+            ok=True,
+            managed=ev.meta.managed,
+            alive=ev.alive,
+            pid=ev.meta.pid,
+            log_path=ev.meta.log_path,
+        )
     elif isinstance(ev, HostUp):
         j.event("host-up", host=ev.host)
     elif isinstance(ev, HostDown):

@@ -32,6 +32,7 @@ def digest(text: str) -> str:
 def compact(command: str) -> str:
     """The command with every inline script (a long or multi-line '...' argument) replaced by
     `<script N lines, B bytes, sha256 D>`: the agent's source is 5 kB per stream start."""
+
     def one(m: re.Match[str]) -> str:
         body = m.group(1)
         if "\n" not in body and len(body) < SCRIPT_MIN:
@@ -108,8 +109,9 @@ def host_of_record(rec: dict[str, Any]) -> str | None:
 
 
 def select(recs: Iterable[dict[str, Any]], kind: str = "all", host: str | None = None) -> list[dict[str, Any]]:
-    return [r for r in recs if (kind == "all" or record_kind(r) == kind)
-            and (host is None or host_of_record(r) == host)]
+    return [
+        r for r in recs if (kind == "all" or record_kind(r) == kind) and (host is None or host_of_record(r) == host)
+    ]
 
 
 def grouped_lines(recs: list[dict[str, Any]], fmt: Any) -> list[str]:

@@ -54,7 +54,9 @@ def confirm_command(log_path: str | None, offset: int) -> str:
     """A fresh process table, then the log from byte `offset` on (what the tail has not delivered yet)."""
     cmd = "ps -ww -eo pid=,ppid=,sid=,args="
     if log_path:
-        cmd += f'; echo "==> log"; tail -c +{int(offset) + 1} {shell_path(log_path)} 2>/dev/null | head -c {LOG_REST_MAX}'
+        cmd += (
+            f'; echo "==> log"; tail -c +{int(offset) + 1} {shell_path(log_path)} 2>/dev/null | head -c {LOG_REST_MAX}'
+        )
     return cmd
 
 

@@ -213,8 +213,13 @@ class LogModel:
             snap = self.parser.snapshot() if crashed else None
             self._diag = diagnose(snap, self._process, self.gpus) if snap is not None else None
             block = snap.crash.block if snap is not None and snap.crash is not None else []
-            self._jump = ("traceback" if any("Traceback (most recent call last)" in x for x in block)
-                          else "error" if block else None)
+            self._jump = (
+                "traceback"
+                if any("Traceback (most recent call last)" in x for x in block)
+                else "error"
+                if block
+                else None
+            )
         return self._diag
 
     @property

@@ -131,7 +131,9 @@ class ProcFrameParser:
             if self._rc == 124:
                 f.apps_error = "nvidia-smi --query-compute-apps timed out"
             elif self._rc not in (0, None) or err:
-                f.apps_error = f"nvidia-smi --query-compute-apps failed: {err or text.strip()[:200] or f'exit {self._rc}'}"
+                f.apps_error = (
+                    f"nvidia-smi --query-compute-apps failed: {err or text.strip()[:200] or f'exit {self._rc}'}"
+                )
             else:
                 try:
                     f.apps = nvsmi.parse_apps_csv(text)
@@ -177,19 +179,37 @@ def external_meta(host: str, p: ProcInfo, gpus: tuple[int, ...]) -> ServerMeta:
     port_s = flag_value(args, "--port")
     port = int(port_s) if port_s and port_s.isdigit() else 30000
     model = flag_value(args, "--model-path", "--model") or "?"
-    return ServerMeta(name=f"external@{host}:{port}", host=host, gpus=gpus, port=port, preset=None, managed=False,
-                      pid=p.pid, sid=p.sid, argv=tuple(mask_argv(args)), command=f"model {model}",
-                      launch_id=f"ext-{p.pid}")
+    return ServerMeta(
+        name=f"external@{host}:{port}",
+        host=host,
+        gpus=gpus,
+        port=port,
+        preset=None,
+        managed=False,
+        pid=p.pid,
+        sid=p.sid,
+        argv=tuple(mask_argv(args)),
+        command=f"model {model}",
+        launch_id=f"ext-{p.pid}",
+    )
 
 
-def gpus_of_session(sid: int, procs: list[ProcInfo], apps: list[ComputeApp], uuid_index: dict[str, int]) -> tuple[int, ...]:
+def gpus_of_session(
+    sid: int, procs: list[ProcInfo], apps: list[ComputeApp], uuid_index: dict[str, int]
+) -> tuple[int, ...]:
     sids = {p.pid: p.sid for p in procs}
     return tuple(sorted({uuid_index[a.gpu_uuid] for a in apps if sids.get(a.pid) == sid and a.gpu_uuid in uuid_index}))
 
 
-def external_servers(host: str, procs: list[ProcInfo], apps: list[ComputeApp], uuid_index: dict[str, int],
-                     managed_sids: set[int], managed_pids: set[int | None], shares_process_table: bool
-                     ) -> list[ServerMeta]:
+def external_servers(
+    host: str,
+    procs: list[ProcInfo],
+    apps: list[ComputeApp],
+    uuid_index: dict[str, int],
+    managed_sids: set[int],
+    managed_pids: set[int | None],
+    shares_process_table: bool,
+) -> list[ServerMeta]:
     """The SGLang servers in a process sample that the console did not start (not a managed session or pid), in
     ps order. With a shared process table (several `local` hosts) one holding no GPU of this host is left out."""
     out: list[ServerMeta] = []

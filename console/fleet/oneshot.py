@@ -76,18 +76,36 @@ def smi_timeout_s(poll_ms: int) -> float:
     return 3 * poll_ms / 1000 + 1
 
 
-def oneshot_command(host: Host, *, smi_timeout: float = 4.0, health_deadline_s: float = HEALTH_DEADLINE_S,
-                    routers: list[dict[str, Any]] | None = None) -> str:
+def oneshot_command(
+    host: Host,
+    *,
+    smi_timeout: float = 4.0,
+    health_deadline_s: float = HEALTH_DEADLINE_S,
+    routers: list[dict[str, Any]] | None = None,
+) -> str:
     """The single remote command: the host env's PATH (as HostLink's prefix), then the agent in `oneshot` mode
     (`routers`: what to look at for each router on the host, console.router.look.router_config)."""
-    cfg = {"routers": routers or [], "servers": discovery.servers_dir(host), "meta_max": discovery.META_MAX_BYTES,
-           "gpu": nvsmi.query_gpu_command(), "apps": nvsmi.query_apps_command(), "smi_timeout": smi_timeout,
-           "pattern": SGLANG_RE, "main": _MAIN_RE.pattern, "health_deadline": health_deadline_s,
-           "health_max": HEALTH_MAX_BYTES, "live_head": LIVE_HEAD, "live_tail": LIVE_TAIL, "dead_head": DEAD_HEAD}
+    cfg = {
+        "routers": routers or [],
+        "servers": discovery.servers_dir(host),
+        "meta_max": discovery.META_MAX_BYTES,
+        "gpu": nvsmi.query_gpu_command(),
+        "apps": nvsmi.query_apps_command(),
+        "smi_timeout": smi_timeout,
+        "pattern": SGLANG_RE,
+        "main": _MAIN_RE.pattern,
+        "health_deadline": health_deadline_s,
+        "health_max": HEALTH_MAX_BYTES,
+        "live_head": LIVE_HEAD,
+        "live_tail": LIVE_TAIL,
+        "dead_head": DEAD_HEAD,
+    }
     path = host.env.get("PATH")
     prefix = f"PATH={shlex.quote(path)}; export PATH; " if path else ""
-    return (f"{prefix}exec {_python(host.python)} -I -S -u -c {shlex.quote(AGENT_SOURCE)} oneshot "
-            f"{shlex.quote(json.dumps(cfg, separators=(',', ':')))}")
+    return (
+        f"{prefix}exec {_python(host.python)} -I -S -u -c {shlex.quote(AGENT_SOURCE)} oneshot "
+        f"{shlex.quote(json.dumps(cfg, separators=(',', ':')))}"
+    )
 
 
 def command_label(host: Host) -> str:
@@ -157,7 +175,7 @@ def parse_sections(data: bytes) -> tuple[list[Section], bool]:
         nl = data.find(b"\n", pos)
         if nl < 0 or not data.startswith(b"==> ", pos):
             break
-        name, _, rest = data[pos + 4:nl].decode("utf-8", "replace").partition(" ")
+        name, _, rest = data[pos + 4 : nl].decode("utf-8", "replace").partition(" ")
         try:
             head = json.loads(rest) if rest else {}
         except ValueError:
@@ -169,7 +187,7 @@ def parse_sections(data: bytes) -> tuple[list[Section], bool]:
         n = head.get("n", 0)
         if not isinstance(n, int) or n < 0 or nl + 1 + n > len(data):
             break
-        out.append(Section(name, head, data[nl + 1:nl + 1 + n]))
+        out.append(Section(name, head, data[nl + 1 : nl + 1 + n]))
         pos = nl + 1 + n + 1  # the newline after the bytes
     return out, False
 
@@ -194,13 +212,17 @@ def parse_oneshot(data: bytes) -> OneShot:
         elif s.name == "health":
             port = _int(s.head.get("port"))
             if port is not None:
-                shot.health.append(HealthAnswer(str(s.head.get("addr", "")), port, str(s.head.get("kind", "")),
-                                                text, _num(s.head.get("ms"))))
+                shot.health.append(
+                    HealthAnswer(
+                        str(s.head.get("addr", "")), port, str(s.head.get("kind", "")), text, _num(s.head.get("ms"))
+                    )
+                )
         elif s.name == "router":
             name, part = s.head.get("router"), s.head.get("part")
             if isinstance(name, str) and isinstance(part, str):
-                shot.routers.setdefault(name, {})[part] = RouterPart(str(s.head.get("kind", part)),
-                                                                     _int(s.head.get("status")), text)
+                shot.routers.setdefault(name, {})[part] = RouterPart(
+                    str(s.head.get("kind", part)), _int(s.head.get("status")), text
+                )
         elif s.name == "log":
             off = _int(s.head.get("offset"))
             if isinstance(s.head.get("path"), str) and off is not None:
@@ -250,8 +272,9 @@ def apps_of(ans: ToolAnswer | None) -> tuple[list[Any], str | None]:
         return [], f"nvidia-smi printed garbage: {e}"
 
 
-def health_result(server: str, a: HealthAnswer | None, at: float,
-                  deadline_s: float = HEALTH_DEADLINE_S) -> HealthResult:
+def health_result(
+    server: str, a: HealthAnswer | None, at: float, deadline_s: float = HEALTH_DEADLINE_S
+) -> HealthResult:
     """The controller's HealthResult for the same outcome (status and detail as check_health words them)."""
     if a is None or a.kind == "timeout":
         return HealthResult(server, at, "error", f"no complete answer within {deadline_s:g} s")
@@ -269,8 +292,9 @@ def _target(bind: str, port: int) -> tuple[str, int]:
     return ("127.0.0.1" if bind in ("0.0.0.0", "::", "", "localhost") else bind), port
 
 
-def oneshot_events(host: str, shot: OneShot, at: float, *, shares_process_table: bool = False,
-                   smi_timeout: float = 4.0) -> list[Event]:
+def oneshot_events(
+    host: str, shot: OneShot, at: float, *, shares_process_table: bool = False, smi_timeout: float = 4.0
+) -> list[Event]:
     """Everything a complete answer says, as events in the order the controller would apply them: the GPU sample,
     the re-attached servers (with their logs; a dead one's end), the external servers, the process sample, then
     one /health result per live server. Call after HostUp."""
@@ -296,8 +320,9 @@ def oneshot_events(host: str, shot: OneShot, at: float, *, shares_process_table:
     samples = [e for e in events if isinstance(e, GpuSample)]
     uuid_index = {r.uuid: r.index for r in samples[0].gpus if r.uuid} if samples else {}
     seen: set[str] = set()
-    for meta in external_servers(host, procs, apps, uuid_index, managed_sids, {m.pid for m in metas},
-                                 shares_process_table):
+    for meta in external_servers(
+        host, procs, apps, uuid_index, managed_sids, {m.pid for m in metas}, shares_process_table
+    ):
         if meta.name in seen:
             continue
         seen.add(meta.name)
@@ -307,8 +332,9 @@ def oneshot_events(host: str, shot: OneShot, at: float, *, shares_process_table:
     if apps_error:
         events.append(TelemetryError(host, at, apps_error))
     answers = {(a.addr, a.port): a for a in shot.health}
-    events.extend(health_result(name, answers.get(_target(bind, port)), at)
-                  for name, bind, port in live if port is not None)
+    events.extend(
+        health_result(name, answers.get(_target(bind, port)), at) for name, bind, port in live if port is not None
+    )
     return events
 
 
@@ -328,9 +354,15 @@ RouterConfig = Callable[[str], list[dict[str, Any]]]
 """Host name -> what the agent is to look at for each router there (console.router.look.router_config)."""
 
 
-async def look_once(fleet: Fleet, wait_s: float, *, factory: TransportFactory | None = None,
-                    journal: Journal | None = None, hosts: list[str] | None = None,
-                    routers: RouterConfig | None = None) -> Look:
+async def look_once(
+    fleet: Fleet,
+    wait_s: float,
+    *,
+    factory: TransportFactory | None = None,
+    journal: Journal | None = None,
+    hosts: list[str] | None = None,
+    routers: RouterConfig | None = None,
+) -> Look:
     """Every host at once, one exec each (with its routers, when `routers` says what to look at)."""
     journal = journal or Journal()
     state = FleetState(list(fleet.hosts))
@@ -350,14 +382,32 @@ async def look_once(fleet: Fleet, wait_s: float, *, factory: TransportFactory | 
 
     names = hosts if hosts is not None else list(fleet.hosts)
     deadline = time.monotonic() + wait_s
-    oks = await asyncio.gather(*(look_host(fleet, n, factory(n, fleet.hosts[n], journal.command), emit, deadline,
-                                           shots, routers(n) if routers else None) for n in names))
+    oks = await asyncio.gather(
+        *(
+            look_host(
+                fleet,
+                n,
+                factory(n, fleet.hosts[n], journal.command),
+                emit,
+                deadline,
+                shots,
+                routers(n) if routers else None,
+            )
+            for n in names
+        )
+    )
     return Look(state, shots, [n for n, ok in zip(names, oks, strict=True) if not ok])
 
 
-async def look_host(fleet: Fleet, name: str, transport: Transport, emit: Callable[[list[Event]], None],
-                    deadline: float, shots: dict[str, tuple[OneShot, float, float]] | None = None,
-                    routers: list[dict[str, Any]] | None = None) -> bool:
+async def look_host(
+    fleet: Fleet,
+    name: str,
+    transport: Transport,
+    emit: Callable[[list[Event]], None],
+    deadline: float,
+    shots: dict[str, tuple[OneShot, float, float]] | None = None,
+    routers: list[dict[str, Any]] | None = None,
+) -> bool:
     """Connect (up to three tries, as the controller's first look), one exec, close; a complete answer goes into
     `shots`. False: the agent could not run there (the caller falls back to the controller for this host)."""
     host = fleet.hosts[name]
@@ -387,8 +437,9 @@ async def look_host(fleet: Fleet, name: str, transport: Transport, emit: Callabl
         emit([HostUp(name, time.time())])
         smi = smi_timeout_s(fleet.console.poll_ms)
         try:
-            res = await transport.run(oneshot_command(host, smi_timeout=smi, routers=routers),
-                                      timeout=smi + HEALTH_DEADLINE_S + 10)
+            res = await transport.run(
+                oneshot_command(host, smi_timeout=smi, routers=routers), timeout=smi + HEALTH_DEADLINE_S + 10
+            )
         except TransportError as e:
             emit([HostDown(name, time.time(), f"{name}: `{command_label(host)}`: {e.message}")])
             return True

@@ -31,6 +31,7 @@ RUN_DISK_MIN_KIB = 1024
 """Below this much free space in run_dir a launch is refused: meta.json (the console's record of the server)
 and the secrets files must be written before the server may start."""
 
+
 @dataclass
 class HostFacts:
     """Fresh facts for the pre-checks, from one remote command."""
@@ -53,8 +54,10 @@ class HostFacts:
     run_mount: str = ""
 
 
-PORTS_COMMAND = ("(ss -ltnpH 2>/dev/null || ss -ltnH 2>/dev/null || "
-                 "{ echo '==> proctcp'; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; })")
+PORTS_COMMAND = (
+    "(ss -ltnpH 2>/dev/null || ss -ltnH 2>/dev/null || "
+    "{ echo '==> proctcp'; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; })"
+)
 """Listening TCP ports: `ss` (with pids when allowed), else the kernel's own tables (a host without iproute2)."""
 TCP_LISTEN = "0A"
 """The `st` column of /proc/net/tcp for a listening socket."""
@@ -98,22 +101,34 @@ def choose_ports(first: int, n: int, taken: set[int]) -> list[int]:
 def facts_command(fleet_host: Host, model: str, log_dir: str | None = None) -> str:
     """One remote command printing every fact the pre-checks need, in `==> NAME` sections."""
     ld = shell_path(log_dir or fleet_host.effective_log_dir)
-    disk = (f'd={ld}; while [ ! -d "$d" ] && [ "$d" != / ] && [ "$d" != . ]; do d=$(dirname "$d"); done; '
-            'df -Pk "$d" 2>/dev/null | tail -n 1')
+    disk = (
+        f'd={ld}; while [ ! -d "$d" ] && [ "$d" != / ] && [ "$d" != . ]; do d=$(dirname "$d"); done; '
+        'df -Pk "$d" 2>/dev/null | tail -n 1'
+    )
     run_disk = disk.replace(f"d={ld};", f"d={shell_path(fleet_host.run_dir)};", 1)
     gpu_q = shlex.join(["nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv,noheader,nounits"])
     m = shell_path(model)
-    return "; ".join([
-        'echo "==> gpus"', f"{gpu_q} 2>&1",
-        'echo "==> apps"', f"{nvsmi.query_apps_command()} 2>&1",
-        'echo "==> ps"', "ps -ww -eo pid=,ppid=,sid=,args=",
-        'echo "==> ports"', PORTS_COMMAND,
-        'echo "==> model"', f"if [ -e {m} ]; then echo present; head -c 300000 {m}/config.json 2>/dev/null; else echo missing; fi",
-        'echo "==> disk"', disk,
-        'echo "==> rundisk"', run_disk,
-        'echo "==> metas"', discovery.list_command(fleet_host).split('; echo "==> ps"')[0],
-        'echo "==> end"',
-    ])
+    return "; ".join(
+        [
+            'echo "==> gpus"',
+            f"{gpu_q} 2>&1",
+            'echo "==> apps"',
+            f"{nvsmi.query_apps_command()} 2>&1",
+            'echo "==> ps"',
+            "ps -ww -eo pid=,ppid=,sid=,args=",
+            'echo "==> ports"',
+            PORTS_COMMAND,
+            'echo "==> model"',
+            f"if [ -e {m} ]; then echo present; head -c 300000 {m}/config.json 2>/dev/null; else echo missing; fi",
+            'echo "==> disk"',
+            disk,
+            'echo "==> rundisk"',
+            run_disk,
+            'echo "==> metas"',
+            discovery.list_command(fleet_host).split('; echo "==> ps"')[0],
+            'echo "==> end"',
+        ]
+    )
 
 
 def parse_facts(text: str, host_name: str) -> HostFacts:
@@ -132,8 +147,9 @@ def parse_facts(text: str, host_name: str) -> HostFacts:
             sections[cur].append(ln)
     gtext = "\n".join(sections.get("gpus", []))
     try:
-        f.gpus = [(r.index, r.uuid, r.memory_used_mib)
-                  for r in nvsmi.parse_gpu_csv(gtext, ("index", "uuid", "memory.used"))]
+        f.gpus = [
+            (r.index, r.uuid, r.memory_used_mib) for r in nvsmi.parse_gpu_csv(gtext, ("index", "uuid", "memory.used"))
+        ]
     except nvsmi.NvsmiParseError:
         f.gpu_error = nvsmi.error_text(gtext) or (gtext.strip()[:200] or "no output")
     if not f.gpus and f.gpu_error is None:
@@ -206,28 +222,48 @@ def run_checks(ctl: FleetView, preset_name: str, plans: list[LaunchPlan], f: Hos
         r = plan.replica
         dup = live.get(r.name)
         if dup is not None:
-            checks.append(PreCheck("not running", False, f"{r.name} is already running (pid {dup.pid}); "
-                                   f"stop it first or use restart"))
+            checks.append(
+                PreCheck(
+                    "not running", False, f"{r.name} is already running (pid {dup.pid}); stop it first or use restart"
+                )
+            )
             continue
         overlap = [m for m in live.values() if set(m.gpus) & set(r.gpus)]
         for m in overlap:
-            checks.append(PreCheck("gpus free", False, f"GPU {','.join(map(str, sorted(set(m.gpus) & set(r.gpus))))} "
-                                   f"is used by {m.name} (pid {m.pid}, preset {m.preset})"))
+            checks.append(
+                PreCheck(
+                    "gpus free",
+                    False,
+                    f"GPU {','.join(map(str, sorted(set(m.gpus) & set(r.gpus))))} "
+                    f"is used by {m.name} (pid {m.pid}, preset {m.preset})",
+                )
+            )
         if f.gpu_error:
             checks.append(PreCheck("gpus free", False, f"cannot check GPUs on {host}: {f.gpu_error}"))
         else:
             for g in r.gpus:
                 if g not in uuid_of:
-                    checks.append(PreCheck("gpus free", False, f"GPU {g} does not exist on {host} "
-                                           f"(it has {', '.join(map(str, sorted(uuid_of))) or 'none'})"))
+                    checks.append(
+                        PreCheck(
+                            "gpus free",
+                            False,
+                            f"GPU {g} does not exist on {host} "
+                            f"(it has {', '.join(map(str, sorted(uuid_of))) or 'none'})",
+                        )
+                    )
                     continue
                 apps = [a for a in f.apps if a.gpu_uuid == uuid_of[g]]
                 if apps:
                     who = "; ".join(describe_pid(ctl, host, a.pid, f.procs) for a in apps[:3])
                     checks.append(PreCheck("gpus free", False, f"GPU {g} is used by {who}"))
                 elif (used_of.get(g) or 0) > GPU_BUSY_MIB:
-                    checks.append(PreCheck("gpus free", False, f"GPU {g} has {used_of[g]} MiB in use "
-                                           f"(> {GPU_BUSY_MIB} MiB) by no listed process"))
+                    checks.append(
+                        PreCheck(
+                            "gpus free",
+                            False,
+                            f"GPU {g} has {used_of[g]} MiB in use (> {GPU_BUSY_MIB} MiB) by no listed process",
+                        )
+                    )
         owner = owners.get(r.port) if owners.get(r.port) != r.name else None
         if r.port in f.listen:
             pid = f.listen[r.port]
@@ -237,30 +273,70 @@ def run_checks(ctl: FleetView, preset_name: str, plans: list[LaunchPlan], f: Hos
             om = live.get(owner)
             who = f"{owner}, {describe_pid(ctl, host, om.pid, f.procs)}" if om is not None and om.pid else owner
             s = ctl.state.servers.get(owner)
-            why = ("" if s is not None and s.phase.up
-                   else ", which is still starting (a server listens once it has loaded)" if s is not None
-                   and s.meta.managed else ", which does not listen on it (yet, or any more)")
+            why = (
+                ""
+                if s is not None and s.phase.up
+                else ", which is still starting (a server listens once it has loaded)"
+                if s is not None and s.meta.managed
+                else ", which does not listen on it (yet, or any more)"
+            )
             checks.append(PreCheck("port free", False, f"port {r.port} on {host} belongs to {who}{why}"))
         elif not f.ports_known:
-            checks.append(PreCheck("port free", False, f"cannot list listening ports on {host} (no ss, no "
-                                   "/proc/net/tcp)", blocking=False))
+            checks.append(
+                PreCheck(
+                    "port free",
+                    False,
+                    f"cannot list listening ports on {host} (no ss, no /proc/net/tcp)",
+                    blocking=False,
+                )
+            )
     if f.log_free_kib is not None and f.log_free_kib < LOG_DISK_MIN_KIB:
-        checks.append(PreCheck("log disk", False, f"no space for the server log on {host}: "
-                               f"{f.log_free_kib // 1024} MiB free on {f.log_mount} (log dir "
-                               f"{plans[0].log_path.rsplit('/', 1)[0] if plans else '?'}; disk full?)"))
+        checks.append(
+            PreCheck(
+                "log disk",
+                False,
+                f"no space for the server log on {host}: "
+                f"{f.log_free_kib // 1024} MiB free on {f.log_mount} (log dir "
+                f"{plans[0].log_path.rsplit('/', 1)[0] if plans else '?'}; disk full?)",
+            )
+        )
     elif f.log_free_kib is not None and f.log_free_kib < LOG_DISK_WARN_KIB:
-        checks.append(PreCheck("log disk", False, f"only {f.log_free_kib // 1024} MiB free for logs on {host} "
-                               f"({f.log_mount})", blocking=False))
+        checks.append(
+            PreCheck(
+                "log disk",
+                False,
+                f"only {f.log_free_kib // 1024} MiB free for logs on {host} ({f.log_mount})",
+                blocking=False,
+            )
+        )
     if f.run_free_kib is not None and f.run_free_kib < RUN_DISK_MIN_KIB:
-        checks.append(PreCheck("run_dir disk", False, f"no space for meta.json in run_dir on {host}: "
-                               f"{f.run_free_kib} KiB free on {f.run_mount} (run_dir "
-                               f"{ctl.fleet.hosts[host].run_dir}; disk full?)"))
+        checks.append(
+            PreCheck(
+                "run_dir disk",
+                False,
+                f"no space for meta.json in run_dir on {host}: "
+                f"{f.run_free_kib} KiB free on {f.run_mount} (run_dir "
+                f"{ctl.fleet.hosts[host].run_dir}; disk full?)",
+            )
+        )
     if f.model_present is False:
         checks.append(PreCheck("model present", False, f"model path {preset.model} does not exist on {host}"))
     if f.model_config_error:
-        checks.append(PreCheck("model config", False, f"{preset.model}/config.json on {host}: {f.model_config_error}; "
-                               "lint rules that read it were skipped", blocking=False))
+        checks.append(
+            PreCheck(
+                "model config",
+                False,
+                f"{preset.model}/config.json on {host}: {f.model_config_error}; lint rules that read it were skipped",
+                blocking=False,
+            )
+        )
     if not any(not c.ok and c.blocking for c in checks):
-        checks.append(PreCheck("pre-checks", True, f"GPUs {', '.join(','.join(map(str, p.replica.gpus)) for p in plans)}"
-                               f" free, port(s) {', '.join(str(p.replica.port) for p in plans)} free, model present"))
+        checks.append(
+            PreCheck(
+                "pre-checks",
+                True,
+                f"GPUs {', '.join(','.join(map(str, p.replica.gpus)) for p in plans)}"
+                f" free, port(s) {', '.join(str(p.replica.port) for p in plans)} free, model present",
+            )
+        )
     return checks

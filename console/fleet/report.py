@@ -34,16 +34,32 @@ def server_doc(s: ServerState) -> dict[str, Any]:
     ones it had sit under `last`, with `ended_at`: nothing about a dead server reads as current."""
     d = s.log.diagnosis if s.phase is Phase.CRASHED else None
     ended = not s.alive
-    figures = {"gen_throughput": _r(s.log.gen_throughput if ended else s.gen_throughput), "running": s.log.running,
-               "queued": s.log.queued, "memory_mib": s.memory_mib}
+    figures = {
+        "gen_throughput": _r(s.log.gen_throughput if ended else s.gen_throughput),
+        "running": s.log.running,
+        "queued": s.log.queued,
+        "memory_mib": s.memory_mib,
+    }
     return {
-        "name": s.name, "preset": s.meta.preset, "host": s.meta.host, "gpus": list(s.meta.gpus), "port": s.meta.port,
-        "managed": s.meta.managed, "phase": s.phase.value, "alive": s.alive, "health": None if ended else s.health,
+        "name": s.name,
+        "preset": s.meta.preset,
+        "host": s.meta.host,
+        "gpus": list(s.meta.gpus),
+        "port": s.meta.port,
+        "managed": s.meta.managed,
+        "phase": s.phase.value,
+        "alive": s.alive,
+        "health": None if ended else s.health,
         **({k: None for k in figures} if ended else figures),
-        "pid": s.meta.pid, "log_path": s.meta.log_path,
-        "started_at": s.meta.started_at, "previous_logs": list(s.previous_logs),
-        "cause": d.cause if d else None, "summary": d.summary if d else None, "hint": d.hint if d else None,
-        "ended_at": s.ended_at if ended else None, "last": figures if ended else None,
+        "pid": s.meta.pid,
+        "log_path": s.meta.log_path,
+        "started_at": s.meta.started_at,
+        "previous_logs": list(s.previous_logs),
+        "cause": d.cause if d else None,
+        "summary": d.summary if d else None,
+        "hint": d.hint if d else None,
+        "ended_at": s.ended_at if ended else None,
+        "last": figures if ended else None,
     }
 
 
@@ -57,35 +73,75 @@ def status_doc(state: FleetState, now: float | None = None) -> dict[str, Any]:
             g = h.gpus[i]
             r = g.reading
             owner = state.live_owner(h.name, i)
-            gpus.append({
-                "index": i, "name": r.name, "uuid": r.uuid, "memory_used_mib": r.memory_used_mib,
-                "memory_total_mib": r.memory_total_mib, "utilization_pct": r.utilization_pct,
-                "temperature_c": r.temperature_c, "power_w": r.power_w, "server": owner.name if owner else None,
-                "processes": [{"pid": p.pid, "used_mib": p.used_mib, "name": p.name, "server": p.server}
-                              for p in g.processes],
-            })
-        hosts.append({"name": h.name, "state": h.conn, "since": h.since, "error": mask(h.last_error or "") or None,
-                      "age_s": _r(h.age_s(now)), "stale": h.stale(now), "telemetry_error": h.telemetry_error,
-                      "gpus": gpus})
-    return {"schema": SCHEMA, "generated_at": round(now, 3), "hosts": hosts,
-            "servers": [server_doc(s) for s in state.servers.values()]}
+            gpus.append(
+                {
+                    "index": i,
+                    "name": r.name,
+                    "uuid": r.uuid,
+                    "memory_used_mib": r.memory_used_mib,
+                    "memory_total_mib": r.memory_total_mib,
+                    "utilization_pct": r.utilization_pct,
+                    "temperature_c": r.temperature_c,
+                    "power_w": r.power_w,
+                    "server": owner.name if owner else None,
+                    "processes": [
+                        {"pid": p.pid, "used_mib": p.used_mib, "name": p.name, "server": p.server} for p in g.processes
+                    ],
+                }
+            )
+        hosts.append(
+            {
+                "name": h.name,
+                "state": h.conn,
+                "since": h.since,
+                "error": mask(h.last_error or "") or None,
+                "age_s": _r(h.age_s(now)),
+                "stale": h.stale(now),
+                "telemetry_error": h.telemetry_error,
+                "gpus": gpus,
+            }
+        )
+    return {
+        "schema": SCHEMA,
+        "generated_at": round(now, 3),
+        "hosts": hosts,
+        "servers": [server_doc(s) for s in state.servers.values()],
+    }
 
 
-def router_doc(v: Any, replica_of: Callable[[str], str | None],
-               ended: Mapping[str, str] | None = None) -> dict[str, Any]:
+def router_doc(
+    v: Any, replica_of: Callable[[str], str | None], ended: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """One router (a console.router.state.RouterView) for the document's `routers` list: `replica_of` names
     the server behind a worker URL, `ended` the ended replica behind a listed URL (the router may still list it and
     call it healthy until a sync removes it: it is not healthy). `rps` is null until two metrics reads."""
     running = v.phase == "running"
     ended = ended or {}
-    return {"name": v.name, "host": v.host, "port": v.port, "policy": v.policy, "phase": v.phase,
-            "pid": v.pid if v.phase in ("running", "starting") else None, "started_at": v.started_at,
-            "log_path": v.log_path, "error": mask(v.error) if v.error else None,
-            "rps": _r(v.rps) if running else None,
-            "healthy_workers": sum(w.healthy and w.url not in ended for w in v.workers) if running else None,
-            "workers": [{"url": w.url, "healthy": w.healthy and w.url not in ended, "load": w.load,
-                         "server": replica_of(w.url) or ended.get(w.url), "ended": w.url in ended}
-                        for w in v.workers] if running else []}
+    return {
+        "name": v.name,
+        "host": v.host,
+        "port": v.port,
+        "policy": v.policy,
+        "phase": v.phase,
+        "pid": v.pid if v.phase in ("running", "starting") else None,
+        "started_at": v.started_at,
+        "log_path": v.log_path,
+        "error": mask(v.error) if v.error else None,
+        "rps": _r(v.rps) if running else None,
+        "healthy_workers": sum(w.healthy and w.url not in ended for w in v.workers) if running else None,
+        "workers": [
+            {
+                "url": w.url,
+                "healthy": w.healthy and w.url not in ended,
+                "load": w.load,
+                "server": replica_of(w.url) or ended.get(w.url),
+                "ended": w.url in ended,
+            }
+            for w in v.workers
+        ]
+        if running
+        else [],
+    }
 
 
 def host_of(name: str, fleet: Fleet) -> str | None:
@@ -108,9 +164,14 @@ def fail(msg: str, code: int) -> int:
     return code
 
 
-async def session(args: argparse.Namespace, hosts: list[str] | None,
-                  body: Callable[[FleetController], Awaitable[int]], *, wait_s: float = 12.0,
-                  fleet: Fleet | None = None) -> int:
+async def session(
+    args: argparse.Namespace,
+    hosts: list[str] | None,
+    body: Callable[[FleetController], Awaitable[int]],
+    *,
+    wait_s: float = 12.0,
+    fleet: Fleet | None = None,
+) -> int:
     """Start a controller on `hosts`, wait for them (exit 3 naming the host if unreachable), run body."""
     from console.fleet.controller import FleetController
 
@@ -122,8 +183,10 @@ async def session(args: argparse.Namespace, hosts: list[str] | None,
         oks = await asyncio.gather(*(_wait_host(ctl, h, wait_s) for h in names))
         down = [h for h, ok in zip(names, oks, strict=True) if not ok]
         if down and hosts is not None:
-            return fail("; ".join(f"host {h} unreachable: {ctl.state.hosts[h].last_error or 'timed out'}"
-                                  for h in down), EXIT_UNREACHABLE)
+            return fail(
+                "; ".join(f"host {h} unreachable: {ctl.state.hosts[h].last_error or 'timed out'}" for h in down),
+                EXIT_UNREACHABLE,
+            )
         with operation(op_name(args)):  # after start: the links' own polling tasks stay outside the op
             return await body(ctl)
     finally:

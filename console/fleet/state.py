@@ -228,8 +228,12 @@ class FleetState:
         servers = {server} if server is not None else set()
         if isinstance(ev, ProcessSample):
             servers.update(s.name for s in self.servers_on(ev.host))  # VRAM per server is recomputed
-        return Changes(frozenset((host,)) if host is not None else frozenset(), frozenset(servers), tuple(notices),
-                       urgent=not isinstance(ev, STREAMING))
+        return Changes(
+            frozenset((host,)) if host is not None else frozenset(),
+            frozenset(servers),
+            tuple(notices),
+            urgent=not isinstance(ev, STREAMING),
+        )
 
     def _about(self, ev: Event) -> tuple[str | None, str | None]:
         """(host, server) an event is about, as far as the state knows them now."""
@@ -254,7 +258,11 @@ class FleetState:
         h = self.host(ev.host)
         was_down = h.last_error is not None
         h.conn, h.since, h.last_error, h.attempt = "up", ev.at, None, 0
-        return [Notice(ev.at, "info", f"host {ev.host} is back", host=ev.host, kind=NoticeKind.HOST_BACK)] if was_down else []
+        return (
+            [Notice(ev.at, "info", f"host {ev.host} is back", host=ev.host, kind=NoticeKind.HOST_BACK)]
+            if was_down
+            else []
+        )
 
     def _host_down(self, ev: HostDown) -> list[Notice]:
         h = self.host(ev.host)
@@ -262,8 +270,9 @@ class FleetState:
         already = h.conn == "down" or h.last_error is not None  # a retry failing again: no new toast
         if not already:
             h.since = ev.at
-            notices.append(Notice(ev.at, "error", f"host {ev.host} is down: {ev.error}", host=ev.host,
-                                  kind=NoticeKind.HOST_DOWN))
+            notices.append(
+                Notice(ev.at, "error", f"host {ev.host} is down: {ev.error}", host=ev.host, kind=NoticeKind.HOST_DOWN)
+            )
         h.conn, h.last_error = "down", ev.error
         return notices
 
@@ -284,7 +293,11 @@ class FleetState:
         h = self.host(ev.host)
         first = h.telemetry_error is None
         h.telemetry_error, h.telemetry_error_at = ev.message, ev.at
-        return [Notice(ev.at, "warning", f"{ev.host}: {ev.message}", host=ev.host, kind=NoticeKind.TELEMETRY)] if first else []
+        return (
+            [Notice(ev.at, "warning", f"{ev.host}: {ev.message}", host=ev.host, kind=NoticeKind.TELEMETRY)]
+            if first
+            else []
+        )
 
     def _process_sample(self, ev: ProcessSample) -> list[Notice]:
         h = self.host(ev.host)
@@ -340,7 +353,9 @@ class FleetState:
         s.health, s.health_detail = None, ""  # nothing answers any more: no 'health ok' after the end
         s.log.finish(ev.exit_status, ev.signal, stop_requested=s.stopping)
         if s.stopping:
-            return [Notice(ev.at, "info", f"{s.name} stopped", server=s.name, host=s.meta.host, kind=NoticeKind.STOPPED)]
+            return [
+                Notice(ev.at, "info", f"{s.name} stopped", server=s.name, host=s.meta.host, kind=NoticeKind.STOPPED)
+            ]
         if not s.tell_once("crashed"):
             return []
         return [crash_notice(s, ev.at)]
@@ -355,8 +370,16 @@ class FleetState:
         s.log_offset, s.log_resync = 0, True
         s.throughput_history.clear()
         s.told.discard("crashed")
-        return [Notice(ev.at, "warning", f"{s.name} is running: it was called ended, but its process is alive",
-                       server=s.name, host=s.meta.host, kind=NoticeKind.RUNNING_AGAIN)]
+        return [
+            Notice(
+                ev.at,
+                "warning",
+                f"{s.name} is running: it was called ended, but its process is alive",
+                server=s.name,
+                host=s.meta.host,
+                kind=NoticeKind.RUNNING_AGAIN,
+            )
+        ]
 
     def _server_removed(self, ev: ServerRemoved) -> list[Notice]:
         self.servers.pop(ev.server, None)
@@ -431,8 +454,16 @@ class FleetState:
             s.last_action = f"{ev.action}: {ev.message}" if ev.message else ev.action
             if ev.action == "stop" and ev.ok:
                 s.stopping = True
-        return [Notice(ev.at, "info" if ev.ok else "error", f"{ev.server}: {ev.action}{' — ' + ev.message if ev.message else ''}",
-                       server=ev.server, host=s.meta.host if s is not None else None, kind=NoticeKind.ACTION)]
+        return [
+            Notice(
+                ev.at,
+                "info" if ev.ok else "error",
+                f"{ev.server}: {ev.action}{' — ' + ev.message if ev.message else ''}",
+                server=ev.server,
+                host=s.meta.host if s is not None else None,
+                kind=NoticeKind.ACTION,
+            )
+        ]
 
     def _notice(self, ev: Notice) -> list[Notice]:
         return [ev]

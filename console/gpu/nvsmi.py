@@ -12,11 +12,31 @@ from console.gpu.readings import ComputeApp, GpuReading
 from console.linecap import LineCap
 
 GPU_FIELDS = (
-    "index", "uuid", "name", "pci.bus_id", "memory.used", "memory.total", "memory.free",
-    "utilization.gpu", "utilization.memory", "temperature.gpu", "power.draw", "power.limit", "clocks.sm",
+    "index",
+    "uuid",
+    "name",
+    "pci.bus_id",
+    "memory.used",
+    "memory.total",
+    "memory.free",
+    "utilization.gpu",
+    "utilization.memory",
+    "temperature.gpu",
+    "power.draw",
+    "power.limit",
+    "clocks.sm",
 )
 APP_FIELDS = ("pid", "gpu_uuid", "process_name", "used_memory")
-_NA = {"[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]", "[gpu is lost]", "[insufficient permissions]", ""}
+_NA = {
+    "[n/a]",
+    "n/a",
+    "[not supported]",
+    "not supported",
+    "[unknown error]",
+    "[gpu is lost]",
+    "[insufficient permissions]",
+    "",
+}
 _UNITS = (" MiB", " %", " W", " MHz", " C")
 
 
@@ -98,10 +118,17 @@ def parse_gpu_line(line: str, fields: tuple[str, ...] = GPU_FIELDS) -> GpuReadin
         return _float(row[k]) if k in row else None
 
     return GpuReading(
-        index=idx, uuid=text.get("uuid", ""), name=text.get("name", ""), pci_bus_id=text.get("pci.bus_id", ""),
-        memory_used_mib=i("memory.used"), memory_total_mib=i("memory.total"),
-        utilization_pct=i("utilization.gpu"), memory_util_pct=i("utilization.memory"),
-        temperature_c=i("temperature.gpu"), power_w=f("power.draw"), power_limit_w=f("power.limit"),
+        index=idx,
+        uuid=text.get("uuid", ""),
+        name=text.get("name", ""),
+        pci_bus_id=text.get("pci.bus_id", ""),
+        memory_used_mib=i("memory.used"),
+        memory_total_mib=i("memory.total"),
+        utilization_pct=i("utilization.gpu"),
+        memory_util_pct=i("utilization.memory"),
+        temperature_c=i("temperature.gpu"),
+        power_w=f("power.draw"),
+        power_limit_w=f("power.limit"),
         clocks_sm_mhz=i("clocks.sm"),
     )
 
@@ -140,8 +167,13 @@ def error_text(text: str) -> str | None:
     for ln in text.splitlines():
         s = ln.strip()
         low = s.lower()
-        if ("has failed" in low or "is not a valid field" in low or "not found" in low
-                or "no devices were found" in low or "couldn't communicate" in low):
+        if (
+            "has failed" in low
+            or "is not a valid field" in low
+            or "not found" in low
+            or "no devices were found" in low
+            or "couldn't communicate" in low
+        ):
             return s
     return None
 

@@ -46,8 +46,14 @@ def parse_workers(body: bytes) -> list[RouterWorker]:
         if not isinstance(w, dict) or not isinstance(w.get("url"), str):
             continue
         load = w.get("load")
-        out.append(RouterWorker(str(w.get("id") or ""), w["url"], bool(w.get("is_healthy")),
-                                int(load) if isinstance(load, int) and not isinstance(load, bool) and load >= 0 else None))
+        out.append(
+            RouterWorker(
+                str(w.get("id") or ""),
+                w["url"],
+                bool(w.get("is_healthy")),
+                int(load) if isinstance(load, int) and not isinstance(load, bool) and load >= 0 else None,
+            )
+        )
     return out
 
 

@@ -33,13 +33,15 @@ class RouterApi:
         self.http, self.base, self.metrics_base = http, base.rstrip("/"), metrics_base
 
     async def health(self) -> int:
-        r, _ = await get_bounded(self.http, self.base + "/health", deadline_s=DEADLINE_S, max_bytes=HEALTH_MAX_BYTES,
-                                 what="router /health")
+        r, _ = await get_bounded(
+            self.http, self.base + "/health", deadline_s=DEADLINE_S, max_bytes=HEALTH_MAX_BYTES, what="router /health"
+        )
         return r.status_code
 
     async def workers(self) -> list[RouterWorker]:
-        r, body = await get_bounded(self.http, self.base + "/workers", deadline_s=DEADLINE_S, max_bytes=MAX_BYTES,
-                                    what="router /workers")
+        r, body = await get_bounded(
+            self.http, self.base + "/workers", deadline_s=DEADLINE_S, max_bytes=MAX_BYTES, what="router /workers"
+        )
         if r.status_code != 200:
             raise httpx.HTTPStatusError(f"router /workers: HTTP {r.status_code}", request=r.request, response=r)
         return parse_workers(body)
@@ -54,8 +56,13 @@ class RouterApi:
     async def counters(self) -> RouterCounters | None:
         if not self.metrics_base:
             return None
-        r, body = await get_bounded(self.http, self.metrics_base.rstrip("/") + "/metrics", deadline_s=DEADLINE_S,
-                                    max_bytes=MAX_BYTES, what="router /metrics")
+        r, body = await get_bounded(
+            self.http,
+            self.metrics_base.rstrip("/") + "/metrics",
+            deadline_s=DEADLINE_S,
+            max_bytes=MAX_BYTES,
+            what="router /metrics",
+        )
         if r.status_code != 200:
             return None
         return await asyncio.to_thread(parse_counters, body.decode("utf-8", "replace"))

@@ -44,7 +44,9 @@ def worker_url(bind: str, port: int) -> str:
 def planned_workers(fleet: Fleet, name: str) -> list[str]:
     """The worker URLs of every replica the router's presets plan (what `check` prints)."""
     spec = fleet.routers[name]
-    urls = [worker_url(fleet.presets[p].bind, r.port) for p in spec.presets for r in expand_replicas(p, fleet.presets[p])]
+    urls = [
+        worker_url(fleet.presets[p].bind, r.port) for p in spec.presets for r in expand_replicas(p, fleet.presets[p])
+    ]
     return list(dict.fromkeys(urls))  # presets sharing a port (one runs at a time) plan one worker
 
 
@@ -53,8 +55,21 @@ def state_dir(host: Host, name: str) -> str:
 
 
 def build_argv(spec: RouterSpec, host: Host, workers: list[str] | tuple[str, ...]) -> list[str]:
-    argv = [spec.python or host.python, "-m", ROUTER_MODULE, "--host", spec.bind, "--port", str(spec.port),
-            "--policy", spec.policy, "--prometheus-host", "127.0.0.1", "--prometheus-port", str(spec.prometheus_port)]
+    argv = [
+        spec.python or host.python,
+        "-m",
+        ROUTER_MODULE,
+        "--host",
+        spec.bind,
+        "--port",
+        str(spec.port),
+        "--policy",
+        spec.policy,
+        "--prometheus-host",
+        "127.0.0.1",
+        "--prometheus-port",
+        str(spec.prometheus_port),
+    ]
     if workers:
         argv += ["--worker-urls", *workers]
     return argv + list(spec.args)
@@ -75,26 +90,45 @@ def plan_router(fleet: Fleet, name: str, stamp: str, workers: list[str] | None =
     env = [f"{k}={v}" for k, v in host.env.items()]
     words = ["setsid", "nohup", *(["env", shlex.join(env)] if env else []), _py(argv[0]), shlex.join(argv[1:])]
     cmd = f"mkdir -p {shell_path(log_dir)} && {' '.join(words)} > {shell_path(log)} 2>&1 < /dev/null & echo $!"
-    return RouterPlan(name, spec.host, spec.port, spec.prometheus_port, ws, tuple(argv), log, state_dir(host, name),
-                      cmd)
+    return RouterPlan(
+        name, spec.host, spec.port, spec.prometheus_port, ws, tuple(argv), log, state_dir(host, name), cmd
+    )
 
 
 def start_script(plan: RouterPlan, started_at: float, env: dict[str, str] | None = None) -> str:
     """The launch: meta.json first (what runs, where it logs), then the router, whose session leader writes its
     own pid (`$$`) before it execs: `setsid` forks when it is a group leader, so `$!` need not be the session."""
     d = shell_path(plan.state_dir)
-    meta = json.dumps({"name": plan.name, "host": plan.host, "port": plan.port, "metrics_port": plan.metrics_port,
-                       "argv": list(plan.argv), "workers": list(plan.workers), "log_path": plan.log_path,
-                       "started_at": started_at})
+    meta = json.dumps(
+        {
+            "name": plan.name,
+            "host": plan.host,
+            "port": plan.port,
+            "metrics_port": plan.metrics_port,
+            "argv": list(plan.argv),
+            "workers": list(plan.workers),
+            "log_path": plan.log_path,
+            "started_at": started_at,
+        }
+    )
     env_words = [f"{k}={v}" for k, v in (env or {}).items()]
-    run = " ".join(["exec", "nohup", *(["env", shlex.join(env_words)] if env_words else []), _py(plan.argv[0]),
-                    shlex.join(plan.argv[1:])])
+    run = " ".join(
+        [
+            "exec",
+            "nohup",
+            *(["env", shlex.join(env_words)] if env_words else []),
+            _py(plan.argv[0]),
+            shlex.join(plan.argv[1:]),
+        ]
+    )
     inner = f"echo $$ > {d}/pid.tmp && mv {d}/pid.tmp {d}/pid && {run}"
     log_dir = plan.log_path.rsplit("/", 1)[0]
-    return (f"mkdir -p {d} {shell_path(log_dir)} && printf '%s\\n' {shlex.quote(meta)} > {d}/meta.json.tmp && "
-            f"mv {d}/meta.json.tmp {d}/meta.json && rm -f {d}/pid && "
-            f"{{ setsid sh -c {shlex.quote(inner)} > {shell_path(plan.log_path)} 2>&1 < /dev/null & }}; "
-            f"i=0; while [ ! -f {d}/pid ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; cat {d}/pid")
+    return (
+        f"mkdir -p {d} {shell_path(log_dir)} && printf '%s\\n' {shlex.quote(meta)} > {d}/meta.json.tmp && "
+        f"mv {d}/meta.json.tmp {d}/meta.json && rm -f {d}/pid && "
+        f"{{ setsid sh -c {shlex.quote(inner)} > {shell_path(plan.log_path)} 2>&1 < /dev/null & }}; "
+        f"i=0; while [ ! -f {d}/pid ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; cat {d}/pid"
+    )
 
 
 def status_script(dir_: str) -> str:
@@ -103,9 +137,11 @@ def status_script(dir_: str) -> str:
     `-ww`: into a pipe, ps may cut a command line at 80 columns; a router started from a long venv path lost its
     `sglang_router` and read as crashed (seen in a fresh-clone CI run of the agent test)."""
     d = shell_path(dir_)
-    return (f"[ -f {d}/pid ] || {{ echo none; echo meta; cat {d}/meta.json 2>/dev/null; exit 0; }}; "
-            f"pid=$(cat {d}/pid); echo \"pid $pid\"; "
-            f"ps -ww -o stat= -o args= -s \"$pid\" 2>/dev/null | sed 's/^/proc /'; echo meta; cat {d}/meta.json 2>/dev/null")
+    return (
+        f"[ -f {d}/pid ] || {{ echo none; echo meta; cat {d}/meta.json 2>/dev/null; exit 0; }}; "
+        f'pid=$(cat {d}/pid); echo "pid $pid"; '
+        f"ps -ww -o stat= -o args= -s \"$pid\" 2>/dev/null | sed 's/^/proc /'; echo meta; cat {d}/meta.json 2>/dev/null"
+    )
 
 
 def stop_script(dir_: str, grace_s: int = STOP_GRACE_S) -> str:
@@ -113,10 +149,12 @@ def stop_script(dir_: str, grace_s: int = STOP_GRACE_S) -> str:
     d = shell_path(dir_)
     alive = "ps -o stat= -s \"$pid\" 2>/dev/null | grep -qv '^Z'"
     # `kill -SIG -PGID`, never `kill -- -PGID`: dash's kill takes no `--` (it failed, and the router lived on)
-    return (f"[ -f {d}/pid ] || {{ echo none; exit 0; }}; pid=$(cat {d}/pid); kill -TERM -\"$pid\" 2>/dev/null; "
-            f"i=0; while {alive} && [ $i -lt {grace_s * 10} ]; do sleep 0.1; i=$((i+1)); done; "
-            f"if {alive}; then kill -KILL -\"$pid\" 2>/dev/null; i=0; while {alive} && [ $i -lt 30 ]; do sleep 0.1; "
-            f"i=$((i+1)); done; fi; if {alive}; then echo \"alive $pid\"; exit 1; fi; rm -f {d}/pid; echo \"stopped $pid\"")
+    return (
+        f'[ -f {d}/pid ] || {{ echo none; exit 0; }}; pid=$(cat {d}/pid); kill -TERM -"$pid" 2>/dev/null; '
+        f"i=0; while {alive} && [ $i -lt {grace_s * 10} ]; do sleep 0.1; i=$((i+1)); done; "
+        f'if {alive}; then kill -KILL -"$pid" 2>/dev/null; i=0; while {alive} && [ $i -lt 30 ]; do sleep 0.1; '
+        f'i=$((i+1)); done; fi; if {alive}; then echo "alive $pid"; exit 1; fi; rm -f {d}/pid; echo "stopped $pid"'
+    )
 
 
 LOG_TAIL_BYTES = 8192
@@ -160,7 +198,7 @@ def parse_status(out: str) -> ProcessReport:
             from console import hostjson
 
             try:
-                m = hostjson.loads("\n".join(lines[i + 1:]).encode()[:262144], "router meta.json")
+                m = hostjson.loads("\n".join(lines[i + 1 :]).encode()[:262144], "router meta.json")
                 meta = m if isinstance(m, dict) else None
             except ValueError:
                 meta = None
@@ -175,7 +213,9 @@ def print_router_plans(fleet: Fleet, stamp: str) -> None:
 
     for name, spec in fleet.routers.items():
         plan = plan_router(fleet, name, stamp)
-        print(f"\nrouter {name} (host {spec.host}, port {spec.port}, policy {spec.policy})"
-              f"{': ' + spec.description if spec.description else ''}")
+        print(
+            f"\nrouter {name} (host {spec.host}, port {spec.port}, policy {spec.policy})"
+            f"{': ' + spec.description if spec.description else ''}"
+        )
         print(f"  workers: {', '.join(plan.workers) or 'none planned'} (replicas of {', '.join(spec.presets)})")
         print(f"    {mask(plan.command)}")

@@ -34,8 +34,19 @@ def process_view(v: RouterView, rep: rc.ProcessReport, now: float) -> RouterView
     from its log), or the live process's pid, start and log with the phase the HTTP answers will set."""
     meta = rep.meta or {}
     if not rep.started:
-        return replace(v, phase="stopped", pid=None, workers=(), rps=None, worker_rps={}, error=None, checked_at=now,
-                       counters=None, counters_at=None, log_path=meta.get("log_path") or v.log_path)
+        return replace(
+            v,
+            phase="stopped",
+            pid=None,
+            workers=(),
+            rps=None,
+            worker_rps={},
+            error=None,
+            checked_at=now,
+            counters=None,
+            counters_at=None,
+            log_path=meta.get("log_path") or v.log_path,
+        )
     v = replace(v, pid=rep.pid, started_at=meta.get("started_at"), log_path=meta.get("log_path"))
     if not rep.alive:
         return replace(v, phase="crashed", workers=(), rps=None, worker_rps={}, error=None, checked_at=now)
@@ -53,8 +64,9 @@ def not_ready(v: RouterView, code: int, now: float) -> RouterView:
     return replace(v, phase="starting", error=f"/health HTTP {code}", checked_at=now)
 
 
-def answered(v: RouterView, workers: tuple[RouterWorker, ...], counters: RouterCounters | None, now: float,
-             mono: float) -> RouterView:
+def answered(
+    v: RouterView, workers: tuple[RouterWorker, ...], counters: RouterCounters | None, now: float, mono: float
+) -> RouterView:
     """/health said 200 and /workers listed them: running (requests/s once two metrics reads are in)."""
     return replace(v, phase="running", workers=workers, error=None, checked_at=now).with_counters(counters, mono)
 
@@ -63,8 +75,12 @@ def replica_of(fleet: Fleet, servers: Mapping[str, ServerState], name: str, url:
     """The live server behind a worker URL of router `name` (for the band's per-worker lines)."""
     spec = fleet.routers[name]
     for s in servers.values():
-        if (s.meta.host == spec.host and s.meta.port is not None and s.alive
-                and rc.worker_url(s.meta.bind, s.meta.port) == url):
+        if (
+            s.meta.host == spec.host
+            and s.meta.port is not None
+            and s.alive
+            and rc.worker_url(s.meta.bind, s.meta.port) == url
+        ):
             return s.name
     return None
 
@@ -76,8 +92,13 @@ def ended_replica_of(fleet: Fleet, servers: Mapping[str, ServerState], name: str
     if replica_of(fleet, servers, name, url) is not None:
         return None
     for s in servers.values():
-        if (s.meta.host == spec.host and s.meta.port is not None and not s.alive and s.meta.preset in spec.presets
-                and rc.worker_url(s.meta.bind, s.meta.port) == url):
+        if (
+            s.meta.host == spec.host
+            and s.meta.port is not None
+            and not s.alive
+            and s.meta.preset in spec.presets
+            and rc.worker_url(s.meta.bind, s.meta.port) == url
+        ):
             return s.name
     return None
 
@@ -91,10 +112,19 @@ def ended_workers(fleet: Fleet, servers: Mapping[str, ServerState], v: RouterVie
 def router_config(fleet: Fleet, host_name: str) -> list[dict[str, Any]]:
     """What the agent looks at for each router on the host, as the manager does: its status script, its API's
     base URL as the host reaches it, its metrics URL (127.0.0.1 only: the console starts it so), the caps."""
-    return [{"name": name, "status": rc.status_script(rc.state_dir(fleet.hosts[host_name], name)),
-             "base": rc.worker_url(spec.bind, spec.port), "metrics": f"http://127.0.0.1:{spec.prometheus_port}",
-             "max": MAX_BYTES, "health_max": HEALTH_MAX_BYTES, "log": rc.LOG_TAIL_BYTES}
-            for name, spec in fleet.routers.items() if spec.host == host_name]
+    return [
+        {
+            "name": name,
+            "status": rc.status_script(rc.state_dir(fleet.hosts[host_name], name)),
+            "base": rc.worker_url(spec.bind, spec.port),
+            "metrics": f"http://127.0.0.1:{spec.prometheus_port}",
+            "max": MAX_BYTES,
+            "health_max": HEALTH_MAX_BYTES,
+            "log": rc.LOG_TAIL_BYTES,
+        }
+        for name, spec in fleet.routers.items()
+        if spec.host == host_name
+    ]
 
 
 def _unanswered_why(what: str, p: RouterPart | None) -> str:
@@ -124,8 +154,12 @@ def router_views(fleet: Fleet, host_name: str, shot: OneShot, now: float, mono: 
         v = process_view(v, rc.parse_status(proc.text), now)
         if v.phase == "crashed":
             log = parts.get("log")
-            v = replace(v, error=crash_cause(log.text if log else "", spec.python or fleet.hosts[host_name].python,
-                                             spec.host, spec.port))
+            v = replace(
+                v,
+                error=crash_cause(
+                    log.text if log else "", spec.python or fleet.hosts[host_name].python, spec.host, spec.port
+                ),
+            )
         if v.phase in ("stopped", "crashed"):
             out[name] = v
             continue
@@ -154,8 +188,10 @@ def router_views(fleet: Fleet, host_name: str, shot: OneShot, now: float, mono: 
 
 def routers_of(fleet: Fleet, look: Look) -> dict[str, RouterView]:
     """Every router of the fleet after a one-shot look: as its host answered, or that its host did not."""
-    out = {n: RouterView(n, s.host, s.port, s.policy, error=f"host {s.host} is not connected")
-           for n, s in fleet.routers.items()}
+    out = {
+        n: RouterView(n, s.host, s.port, s.policy, error=f"host {s.host} is not connected")
+        for n, s in fleet.routers.items()
+    }
     for host, (shot, now, mono) in look.shots.items():
         out.update(router_views(fleet, host, shot, now, mono))
     return out

@@ -54,8 +54,9 @@ async def router_target(api: FleetController, name: str, wait_s: float = 20.0) -
     spec = api.fleet.routers[rname]
     if not await api.links[spec.host].wait_up(wait_s):
         raise LookupError(f"host {spec.host} of router {rname} is unreachable")
-    return BenchTarget(server=ROUTER_PREFIX + rname, host=spec.host, port=spec.port,
-                       url=await router_base_url(api, rname))
+    return BenchTarget(
+        server=ROUTER_PREFIX + rname, host=spec.host, port=spec.port, url=await router_base_url(api, rname)
+    )
 
 
 class RouterManager:
@@ -66,7 +67,8 @@ class RouterManager:
         self.fleet = ctl.fleet
         self.http = http or httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(10.0, connect=5.0))
         self.views: dict[str, RouterView] = {
-            n: RouterView(n, s.host, s.port, s.policy) for n, s in self.fleet.routers.items()}
+            n: RouterView(n, s.host, s.port, s.policy) for n, s in self.fleet.routers.items()
+        }
         self._listeners: list[Listener] = []
         self._pending: dict[str, dict[str, float]] = {n: {} for n in self.fleet.routers}
         self._proc_at: dict[str, float] = {}
@@ -110,8 +112,14 @@ class RouterManager:
         out = []
         for s in self.ctl.state.servers.values():
             m = s.meta
-            if (m.preset in spec.presets and m.host == spec.host and m.port is not None and s.alive
-                    and s.phase.up and s.health == "ok"):
+            if (
+                m.preset in spec.presets
+                and m.host == spec.host
+                and m.port is not None
+                and s.alive
+                and s.phase.up
+                and s.health == "ok"
+            ):
                 out.append(rc.worker_url(m.bind, m.port))
         return sorted(set(out))
 
@@ -119,9 +127,17 @@ class RouterManager:
         """Live replicas whose /health has not answered (or said 503) yet: a console that just re-attached them
         still re-reads their logs, so their phase may say `launching` for a while; the router keeps them."""
         spec = self.fleet.routers[name]
-        return sorted({rc.worker_url(s.meta.bind, s.meta.port) for s in self.ctl.state.servers.values()
-                       if s.meta.preset in spec.presets and s.meta.host == spec.host and s.meta.port is not None
-                       and s.alive and s.health in (None, "warming")})
+        return sorted(
+            {
+                rc.worker_url(s.meta.bind, s.meta.port)
+                for s in self.ctl.state.servers.values()
+                if s.meta.preset in spec.presets
+                and s.meta.host == spec.host
+                and s.meta.port is not None
+                and s.alive
+                and s.health in (None, "warming")
+            }
+        )
 
     def owned_urls(self, name: str) -> list[str]:
         """Every URL the router's presets plan or have run on: the workers the console may remove."""
@@ -160,8 +176,9 @@ class RouterManager:
         now = time.time()
         if process or v.phase not in ("running", "starting"):
             try:
-                r = await self.ctl.links[spec.host].run(rc.status_script(rc.state_dir(host, name)), timeout=15,
-                                                        wait_up=2.0)
+                r = await self.ctl.links[spec.host].run(
+                    rc.status_script(rc.state_dir(host, name)), timeout=15, wait_up=2.0
+                )
             except TransportError as e:
                 return self._set(replace(v, phase="unknown", error=str(e), checked_at=now))
             self._proc_at[name] = now
@@ -202,8 +219,9 @@ class RouterManager:
             return Changes()  # until the host's servers are re-attached, a missing one is unknown, not stopped
         now = time.time()
         pending = self._pending[name]
-        ch = plan_changes(self.ready_urls(name), self.owned_urls(name), list(v.workers), pending, now,
-                          self.unsure_urls(name))
+        ch = plan_changes(
+            self.ready_urls(name), self.owned_urls(name), list(v.workers), pending, now, self.unsure_urls(name)
+        )
         if not ch:
             return ch
         api = await self.api(name)
@@ -261,13 +279,15 @@ class RouterManager:
         plan = rc.plan_router(self.fleet, name, dt.datetime.now().strftime("%Y%m%d-%H%M%S"), ready)
         self._set(replace(v, phase="starting", error=None, log_path=plan.log_path, workers=()))
         try:
-            r = await self.ctl.links[spec.host].run(rc.start_script(plan, time.time(),
-                                                                    self.fleet.hosts[spec.host].env), timeout=30)
+            r = await self.ctl.links[spec.host].run(
+                rc.start_script(plan, time.time(), self.fleet.hosts[spec.host].env), timeout=30
+            )
         except TransportError as e:
             return ActionOutcome(False, f"router {name}: {e}")
         if not r.ok:
-            return ActionOutcome(False, f"router {name} did not start on {spec.host}: "
-                                        f"{(r.stderr or r.stdout).strip()[-300:]}")
+            return ActionOutcome(
+                False, f"router {name} did not start on {spec.host}: {(r.stderr or r.stdout).strip()[-300:]}"
+            )
         self.ctl.journal.event("router-up", host=spec.host, message=f"{name}: {' '.join(plan.argv)}")
         # the router registers its --worker-urls in the background after /health answers: they are on their way
         self._pending[name] = {u: time.time() for u in ready}
@@ -283,8 +303,11 @@ class RouterManager:
             if v.phase == "running":
                 await self.sync(name)
                 n = len(ready)
-                return ActionOutcome(True, f"router {name} is up on {spec.host}:{spec.port} ({spec.policy}) "
-                                           f"with {n} worker{'s' if n != 1 else ''}; log {plan.log_path}")
+                return ActionOutcome(
+                    True,
+                    f"router {name} is up on {spec.host}:{spec.port} ({spec.policy}) "
+                    f"with {n} worker{'s' if n != 1 else ''}; log {plan.log_path}",
+                )
             if v.phase == "crashed":
                 return ActionOutcome(False, f"router {name} exited: {v.error}")
         return ActionOutcome(False, f"router {name} did not answer /health within {wait_s:g} s; see {plan.log_path}")
@@ -298,8 +321,9 @@ class RouterManager:
         with operation(f"router down {name}"):
             self._busy.add(name)
             try:
-                r = await self.ctl.links[spec.host].run(rc.stop_script(rc.state_dir(host, name)),
-                                                        timeout=rc.STOP_GRACE_S + 15)
+                r = await self.ctl.links[spec.host].run(
+                    rc.stop_script(rc.state_dir(host, name)), timeout=rc.STOP_GRACE_S + 15
+                )
             except TransportError as e:
                 return ActionOutcome(False, f"router {name}: {e}")
             finally:
@@ -311,8 +335,11 @@ class RouterManager:
             if out == "none":
                 return ActionOutcome(True, f"router {name} is already stopped")
             if not r.ok:
-                return ActionOutcome(False, f"router {name} did not stop ({out or r.stderr.strip()[-300:]}) "
-                                            f"after SIGTERM, {rc.STOP_GRACE_S} s, then SIGKILL")
+                return ActionOutcome(
+                    False,
+                    f"router {name} did not stop ({out or r.stderr.strip()[-300:]}) "
+                    f"after SIGTERM, {rc.STOP_GRACE_S} s, then SIGKILL",
+                )
             return ActionOutcome(True, f"router {name} stopped")
 
     async def restart(self, name: str) -> ActionOutcome:

@@ -24,8 +24,14 @@ class Changes:
         return bool(self.add or self.remove)
 
 
-def plan_changes(ready: Iterable[str], owned: Iterable[str], listed: list[RouterWorker],
-                 pending: dict[str, float] | None = None, now: float = 0.0, unsure: Iterable[str] = ()) -> Changes:
+def plan_changes(
+    ready: Iterable[str],
+    owned: Iterable[str],
+    listed: list[RouterWorker],
+    pending: dict[str, float] | None = None,
+    now: float = 0.0,
+    unsure: Iterable[str] = (),
+) -> Changes:
     """`ready`: URLs of the replicas that serve now; `owned`: every URL of the router's presets (ready or not);
     `listed`: the router's workers; `pending`: URL -> when an add was accepted; `unsure`: URLs of live replicas
     whose /health has not answered yet (a console that just opened): neither added nor removed."""

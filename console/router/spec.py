@@ -69,14 +69,22 @@ def cross_check(data: dict[str, Any], add: Any) -> None:
                 continue
             if pn not in presets:
                 near = difflib.get_close_matches(pn, list(presets), n=1, cutoff=0.5)
-                add(("routers", name, "presets", i), f"unknown preset '{pn}'"
-                    + (f" — did you mean '{near[0]}'?" if near else ""))
+                add(
+                    ("routers", name, "presets", i),
+                    f"unknown preset '{pn}'" + (f" — did you mean '{near[0]}'?" if near else ""),
+                )
             elif isinstance(presets[pn], dict) and isinstance(host, str) and presets[pn].get("host") != host:
-                add(("routers", name, "presets", i), f"preset {pn} runs on host {presets[pn].get('host')}, "
-                    f"not on the router's host {host}; a router's workers are on its own host")
+                add(
+                    ("routers", name, "presets", i),
+                    f"preset {pn} runs on host {presets[pn].get('host')}, "
+                    f"not on the router's host {host}; a router's workers are on its own host",
+                )
             elif isinstance(presets[pn], dict) and _keyed(presets[pn]):
-                add(("routers", name, "presets", i), f"preset {pn} requires an API key; a router in front of it "
-                    "would need that key on its own argv (sglang-router takes --api-key only), so it is not supported")
+                add(
+                    ("routers", name, "presets", i),
+                    f"preset {pn} requires an API key; a router in front of it "
+                    "would need that key on its own argv (sglang-router takes --api-key only), so it is not supported",
+                )
         port = r.get("port", 30080)
         mport = r.get("metrics_port")
         if isinstance(port, int) and not isinstance(port, bool) and isinstance(host, str):
@@ -89,8 +97,11 @@ def cross_check(data: dict[str, Any], add: Any) -> None:
         args = r.get("args")
         for i, a in enumerate(args if isinstance(args, list) else []):
             if isinstance(a, str) and a.split("=", 1)[0] in ROUTER_OWNED_FLAGS:
-                add(("routers", name, "args", i), f"'{a.split('=', 1)[0]}' is set by the console from the router's "
-                    "port/bind/policy/metrics_port and its presets' replicas; remove it from args")
+                add(
+                    ("routers", name, "args", i),
+                    f"'{a.split('=', 1)[0]}' is set by the console from the router's "
+                    "port/bind/policy/metrics_port and its presets' replicas; remove it from args",
+                )
 
 
 def _preset_ports(p: dict[str, Any]) -> list[int]:

@@ -61,7 +61,9 @@ def crash_cause(log_tail: str, python: str, host: str, port: int) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not lines:
         return "exited without a word in its log"
-    bad = [ln for ln in lines if any(w in ln for w in (" ERROR ", "ERROR ", "panicked", "Traceback", "Error:", "error:"))]
+    bad = [
+        ln for ln in lines if any(w in ln for w in (" ERROR ", "ERROR ", "panicked", "Traceback", "Error:", "error:"))
+    ]
     if bad:
         return "exited: " + bad[-1][:200]
     return "ended without an error in its log (killed by a signal?); its last line: " + lines[-1][:160]

@@ -45,8 +45,10 @@ TERM_GRACE_S = 5.0
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-REFUSED_MISSING = ("401: this console needs its token. Open the URL that `dflash-console serve` printed "
-                   "(http://HOST:PORT/?token=...), or send 'Authorization: Bearer TOKEN'.\n")
+REFUSED_MISSING = (
+    "401: this console needs its token. Open the URL that `dflash-console serve` printed "
+    "(http://HOST:PORT/?token=...), or send 'Authorization: Bearer TOKEN'.\n"
+)
 REFUSED_WRONG = "403: wrong token (after a restart, `dflash-console serve` prints a new URL; open that one).\n"
 REFUSED_ORIGIN = "403: a websocket opened from another site's page is refused.\n"
 REFUSED_FULL = "503: {n} browser sessions are open already; close one first.\n"
@@ -77,8 +79,16 @@ class SessionService(AppService):
 class ConsoleServer(Server):
     """Serves one command per browser session (textual-serve's model) to token holders only."""
 
-    def __init__(self, command: str, *, token: str, host: str = "127.0.0.1", port: int = 8000,
-                 title: str = "dflash-console", banner: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        command: str,
+        *,
+        token: str,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        title: str = "dflash-console",
+        banner: Callable[[str], None] | None = None,
+    ) -> None:
         super().__init__(command, host=host, port=port, title=title, templates_path=TEMPLATES)
         self.gate = TokenGate(token)
         self.banner = banner
@@ -89,9 +99,11 @@ class ConsoleServer(Server):
     # -- the gate -------------------------------------------------------------------------------
     @web.middleware
     async def _gate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        verdict = self.gate.check(query_token=request.query.get("token"),
-                                  authorization=request.headers.get("Authorization"),
-                                  cookie=request.cookies.get(self.gate.cookie_name))
+        verdict = self.gate.check(
+            query_token=request.query.get("token"),
+            authorization=request.headers.get("Authorization"),
+            cookie=request.cookies.get(self.gate.cookie_name),
+        )
         if verdict is Verdict.MISSING:
             return _refuse(401, REFUSED_MISSING, challenge=True)
         if verdict is Verdict.WRONG:
@@ -107,8 +119,14 @@ class ConsoleServer(Server):
         else:
             resp = await handler(request)
         if verdict is Verdict.OK_FROM_URL:
-            resp.set_cookie(self.gate.cookie_name, self.gate.token, httponly=True, samesite="Strict",
-                            path="/", secure=request.secure)
+            resp.set_cookie(
+                self.gate.cookie_name,
+                self.gate.token,
+                httponly=True,
+                samesite="Strict",
+                path="/",
+                secure=request.secure,
+            )
         resp.headers.update(SECURITY_HEADERS)
         return resp
 
@@ -125,8 +143,9 @@ class ConsoleServer(Server):
         context: dict[str, Any] = {
             "font_size": to_int(request.query.get("fontsize", "16"), 16),
             "app_websocket_url": ws,
-            "config": {"static": {"url": base + str(request.app.router["static"].url_for(filename="/")).rstrip("/")
-                                  + "/"}},
+            "config": {
+                "static": {"url": base + str(request.app.router["static"].url_for(filename="/")).rstrip("/") + "/"}
+            },
             "application": {"name": self.title},
         }
         return aiohttp_jinja2.render_template("app_index.html", request, context)
@@ -143,8 +162,14 @@ class ConsoleServer(Server):
         async def close() -> None:
             await websocket.close()
 
-        service = SessionService(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                                 close=close, download_manager=self.download_manager, debug=self.debug)
+        service = SessionService(
+            self.command,
+            write_bytes=websocket.send_bytes,
+            write_str=websocket.send_str,
+            close=close,
+            download_manager=self.download_manager,
+            debug=self.debug,
+        )
         self.sessions[service] = websocket
         try:
             await service.start(width, height)
@@ -181,8 +206,12 @@ class ConsoleServer(Server):
         for sig in (signal.SIGINT, signal.SIGTERM) if signals else ():
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_exit)
-        runner = web.AppRunner(await self._make_app(), access_log=None, handle_signals=False,
-                               shutdown_timeout=QUIT_GRACE_S + TERM_GRACE_S + 3)
+        runner = web.AppRunner(
+            await self._make_app(),
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=QUIT_GRACE_S + TERM_GRACE_S + 3,
+        )
         await runner.setup()
         try:
             site = web.TCPSite(runner, self.host, self.port)

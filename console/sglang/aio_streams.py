@@ -36,8 +36,9 @@ from httpcore._utils import is_socket_readable
 T = TypeVar("T")
 
 
-async def _mapped(step: Awaitable[T], timeout: float | None, on_timeout: type[Exception],
-                  on_error: type[Exception]) -> T:
+async def _mapped(
+    step: Awaitable[T], timeout: float | None, on_timeout: type[Exception], on_error: type[Exception]
+) -> T:
     """`step` within `timeout`: a timeout as httpcore's `on_timeout`, a socket error as `on_error`."""
     try:
         if timeout is None:
@@ -68,11 +69,13 @@ class AsyncioStream(AsyncNetworkStream):
     async def aclose(self) -> None:
         self._w.close()
 
-    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                        timeout: float | None = None) -> AsyncioStream:
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> AsyncioStream:
         try:
-            await _mapped(self._w.start_tls(ssl_context, server_hostname=server_hostname), timeout, ConnectTimeout,
-                          ConnectError)
+            await _mapped(
+                self._w.start_tls(ssl_context, server_hostname=server_hostname), timeout, ConnectTimeout, ConnectError
+            )
         except Exception:
             await self.aclose()
             raise
@@ -93,17 +96,28 @@ class AsyncioStream(AsyncNetworkStream):
 
 
 class AsyncioBackend(AsyncNetworkBackend):
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                          socket_options: Iterable[SOCKET_OPTION] | None = None) -> AsyncioStream:
-        reader, writer = await _mapped(asyncio.open_connection(
-            host, port, local_addr=(local_address, 0) if local_address else None), timeout, ConnectTimeout, ConnectError)
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[SOCKET_OPTION] | None = None,
+    ) -> AsyncioStream:
+        reader, writer = await _mapped(
+            asyncio.open_connection(host, port, local_addr=(local_address, 0) if local_address else None),
+            timeout,
+            ConnectTimeout,
+            ConnectError,
+        )
         sock = writer.get_extra_info("socket")
         for option in socket_options or ():
             sock.setsockopt(*option)
         return AsyncioStream(reader, writer)
 
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,
-                                  socket_options: Iterable[SOCKET_OPTION] | None = None) -> AsyncioStream:
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[SOCKET_OPTION] | None = None
+    ) -> AsyncioStream:
         reader, writer = await _mapped(asyncio.open_unix_connection(path), timeout, ConnectTimeout, ConnectError)
         return AsyncioStream(reader, writer)
 

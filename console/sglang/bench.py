@@ -31,17 +31,34 @@ if TYPE_CHECKING:  # imported where used: aiohttp takes ~0.1-0.3 s to import, an
 Progress = Callable[[int, int, int], None]
 """progress(concurrency, requests_done, requests_total), called after each finished request."""
 
-_WORDS = ("time year people way day man thing woman life child world school state family student group "
-          "country problem hand part place case week company system program question work government "
-          "number night point home water room mother area money story fact month lot right study book "
-          "eye job word business issue side kind head house service friend father power hour game line "
-          "end member law car city community name president team minute idea kid body information back "
-          "parent face others level office door health person art war history party result change morning "
-          "reason research girl guy moment air teacher force education").split()
-SERVER_INFO_KEYS = ("model_path", "served_model_name", "tp_size", "dp_size", "pp_size", "ep_size",
-                    "mem_fraction_static", "max_running_requests", "chunked_prefill_size",
-                    "cuda_graph_max_bs", "context_length", "speculative_algorithm", "attention_backend",
-                    "kv_cache_dtype", "quantization", "schedule_policy", "version")
+_WORDS = (
+    "time year people way day man thing woman life child world school state family student group "
+    "country problem hand part place case week company system program question work government "
+    "number night point home water room mother area money story fact month lot right study book "
+    "eye job word business issue side kind head house service friend father power hour game line "
+    "end member law car city community name president team minute idea kid body information back "
+    "parent face others level office door health person art war history party result change morning "
+    "reason research girl guy moment air teacher force education"
+).split()
+SERVER_INFO_KEYS = (
+    "model_path",
+    "served_model_name",
+    "tp_size",
+    "dp_size",
+    "pp_size",
+    "ep_size",
+    "mem_fraction_static",
+    "max_running_requests",
+    "chunked_prefill_size",
+    "cuda_graph_max_bs",
+    "context_length",
+    "speculative_algorithm",
+    "attention_backend",
+    "kv_cache_dtype",
+    "quantization",
+    "schedule_policy",
+    "version",
+)
 
 
 @dataclass
@@ -60,7 +77,6 @@ class BenchTarget:
     python: str | None = None
     model_path: str | None = None
     env: dict[str, str] = field(default_factory=dict)
-
 
 
 @dataclass(frozen=True)
@@ -134,8 +150,11 @@ class LoadGenerator:
         self.fixed_output_len = True
         self.model = spec.model or ""
         cmax = max(spec.concurrency) if spec.concurrency else 1
-        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
-                         "Accept-Encoding": "identity"}
+        self._headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+            "Accept-Encoding": "identity",
+        }
         if spec.api_key:
             self._headers["Authorization"] = f"Bearer {spec.api_key}"
         self._limit = cmax + 2
@@ -149,7 +168,9 @@ class LoadGenerator:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self._limit, ttl_dns_cache=300),
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=self.spec.timeout_s),
-                trust_env=False, auto_decompress=False)
+                trust_env=False,
+                auto_decompress=False,
+            )
         return self._session
 
     async def __aenter__(self) -> LoadGenerator:
@@ -167,8 +188,9 @@ class LoadGenerator:
         """A small GET (15 s in total); the body is read depth-limited by hostjson; None unless 200."""
         import aiohttp
 
-        async with self._client.get(f"{self.base}{path}", headers=self._headers,
-                                    timeout=aiohttp.ClientTimeout(total=15.0)) as r:
+        async with self._client.get(
+            f"{self.base}{path}", headers=self._headers, timeout=aiohttp.ClientTimeout(total=15.0)
+        ) as r:
             if r.status != 200:
                 return None
             body = await _read_upto(r, JSON_MAX_BYTES + 1)
@@ -251,8 +273,9 @@ class LoadGenerator:
                     buf += data
                     if b"\n\n" not in buf:
                         if len(buf) > SSE_LINE_MAX_BYTES:
-                            return RequestSample(t0, perf(), False, chunks,
-                                                 error=f"an SSE event larger than {SSE_LINE_MAX_BYTES} bytes")
+                            return RequestSample(
+                                t0, perf(), False, chunks, error=f"an SSE event larger than {SSE_LINE_MAX_BYTES} bytes"
+                            )
                         continue
                     *events, buf = buf.split(b"\n\n")
                     for ev in events:
@@ -283,8 +306,7 @@ class LoadGenerator:
                             usage_tokens = int(u["completion_tokens"])
                     if done:
                         break
-        except (aiohttp.ClientError, TimeoutError, OSError, ValueError, RecursionError, AttributeError,
-                TypeError) as e:
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError, RecursionError, AttributeError, TypeError) as e:
             # a malformed event (not an object, nested past the recursion limit) fails this request, not the bench
             return RequestSample(t0, perf(), False, chunks, error=_error_text(e))
         end = perf()
@@ -293,8 +315,9 @@ class LoadGenerator:
             return RequestSample(t0, end, False, tokens, error="stream ended without [DONE]")
         return RequestSample(t0, end, True, tokens, None if first is None else first - t0, gaps)
 
-    async def run_level(self, concurrency: int, num_prompts: int | None = None,
-                        progress: Progress | None = None) -> LevelResult:
+    async def run_level(
+        self, concurrency: int, num_prompts: int | None = None, progress: Progress | None = None
+    ) -> LevelResult:
         """`num_prompts` requests with exactly `concurrency` in flight (closed loop)."""
         n = default_num_prompts(concurrency, num_prompts if num_prompts is not None else self.spec.num_prompts)
         bodies = [self.body(p) for p in make_prompts(n, self.spec.input_len, self.spec.seed + concurrency)]
@@ -313,8 +336,9 @@ class LoadGenerator:
         await asyncio.gather(*(worker() for _ in range(min(concurrency, n))))
         return aggregate(concurrency, samples, time.perf_counter() - t0)
 
-    async def sweep(self, progress: Progress | None = None,
-                    on_level: Callable[[LevelResult], None] | None = None) -> SweepResult:
+    async def sweep(
+        self, progress: Progress | None = None, on_level: Callable[[LevelResult], None] | None = None
+    ) -> SweepResult:
         """Warm up, then every level in order; on_level is told each level as it finishes."""
         info = await self.server_info()
         if self.spec.warmup:
@@ -330,8 +354,9 @@ class LoadGenerator:
         return SweepResult(levels, self.model, self.fixed_output_len, info)
 
 
-async def run_sweep(spec: BenchSpec, progress: Progress | None = None,
-                    on_level: Callable[[LevelResult], None] | None = None) -> SweepResult:
+async def run_sweep(
+    spec: BenchSpec, progress: Progress | None = None, on_level: Callable[[LevelResult], None] | None = None
+) -> SweepResult:
     """Convenience: open a LoadGenerator, sweep, close."""
     async with LoadGenerator(spec) as g:
         return await g.sweep(progress, on_level)
@@ -345,16 +370,34 @@ def history_path() -> Path:
     return user_state_dir() / "bench.jsonl"
 
 
-def make_record(*, server: str, preset: str | None, url: str, engine: str, levels: Iterable[LevelResult],
-                spec: BenchSpec, server_args: list[str] | None = None, gpu_model: str | None = None,
-                server_info: dict[str, Any] | None = None, fixed_output_len: bool = True,
-                model: str = "") -> dict[str, Any]:
+def make_record(
+    *,
+    server: str,
+    preset: str | None,
+    url: str,
+    engine: str,
+    levels: Iterable[LevelResult],
+    spec: BenchSpec,
+    server_args: list[str] | None = None,
+    gpu_model: str | None = None,
+    server_info: dict[str, Any] | None = None,
+    fixed_output_len: bool = True,
+    model: str = "",
+) -> dict[str, Any]:
     """One bench.jsonl line: what ran where, with which args, and every level's figures."""
     return {
         "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "server": server, "preset": preset, "url": url, "engine": engine, "model": model,
-        "gpu_model": gpu_model, "server_args": list(server_args or []), "server_info": server_info or {},
-        "input_len": spec.input_len, "output_len": spec.output_len, "fixed_output_len": fixed_output_len,
+        "server": server,
+        "preset": preset,
+        "url": url,
+        "engine": engine,
+        "model": model,
+        "gpu_model": gpu_model,
+        "server_args": list(server_args or []),
+        "server_info": server_info or {},
+        "input_len": spec.input_len,
+        "output_len": spec.output_len,
+        "fixed_output_len": fixed_output_len,
         "levels": [lv.to_dict() for lv in levels],
     }
 

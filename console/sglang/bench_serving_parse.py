@@ -45,9 +45,12 @@ class ServingSummary:
             requests=requests,
             output_throughput_tok_s=self.num("Output token throughput (tok/s)") or 0.0,
             request_throughput_rps=self.num("Request throughput (req/s)") or 0.0,
-            ttft_p50_s=self.ms("Median TTFT (ms)"), ttft_p99_s=self.ms("P99 TTFT (ms)"),
-            itl_p50_s=self.ms("Median ITL (ms)"), itl_p99_s=self.ms("P99 ITL (ms)"),
-            e2e_p50_s=self.ms("Median E2E Latency (ms)"), e2e_p99_s=self.ms("P99 E2E Latency (ms)"),
+            ttft_p50_s=self.ms("Median TTFT (ms)"),
+            ttft_p99_s=self.ms("P99 TTFT (ms)"),
+            itl_p50_s=self.ms("Median ITL (ms)"),
+            itl_p99_s=self.ms("P99 ITL (ms)"),
+            e2e_p50_s=self.ms("Median E2E Latency (ms)"),
+            e2e_p99_s=self.ms("P99 E2E Latency (ms)"),
             errors=max(requests - ok, 0),
             duration_s=self.num("Benchmark duration (s)") or 0.0,
             output_tokens=int(out_tokens) if out_tokens is not None else 0,
@@ -97,21 +100,50 @@ def parse_summary(output: str) -> ServingSummary:
     return blocks[-1]
 
 
-def bench_serving_command(python: str, *, port: int, concurrency: int, num_prompts: int, input_len: int,
-                          output_len: int, output_file: str, tokenizer: str | None = None,
-                          env: dict[str, str] | None = None, read_key: bool = False,
-                          backend: str = "sglang") -> str:
+def bench_serving_command(
+    python: str,
+    *,
+    port: int,
+    concurrency: int,
+    num_prompts: int,
+    input_len: int,
+    output_len: int,
+    output_file: str,
+    tokenizer: str | None = None,
+    env: dict[str, str] | None = None,
+    read_key: bool = False,
+    backend: str = "sglang",
+) -> str:
     """The remote shell command for one level: offline-safe `random-ids`, fixed lengths (ratio 1.0).
 
     With read_key the API key is read from stdin into OPENAI_API_KEY, so it never shows in `ps`.
     `python` may start with `~/` (expanded remotely as "$HOME").
     """
     py = _q(python)
-    argv = ["-m", "sglang.bench_serving", "--backend", backend, "--host", "127.0.0.1", "--port", str(port),
-            "--dataset-name", "random-ids", "--random-input-len", str(input_len),
-            "--random-output-len", str(output_len), "--random-range-ratio", "1.0",
-            "--num-prompts", str(num_prompts), "--max-concurrency", str(concurrency),
-            "--output-file", "@OUT@"]
+    argv = [
+        "-m",
+        "sglang.bench_serving",
+        "--backend",
+        backend,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dataset-name",
+        "random-ids",
+        "--random-input-len",
+        str(input_len),
+        "--random-output-len",
+        str(output_len),
+        "--random-range-ratio",
+        "1.0",
+        "--num-prompts",
+        str(num_prompts),
+        "--max-concurrency",
+        str(concurrency),
+        "--output-file",
+        "@OUT@",
+    ]
     if tokenizer:
         argv += ["--tokenizer", tokenizer]
     out_dir = output_file.rsplit("/", 1)[0] if "/" in output_file else "."

@@ -10,8 +10,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-LEVEL_KEYS = ("concurrency", "requests", "output_throughput_tok_s", "request_throughput_rps",
-              "ttft_p50_s", "ttft_p99_s", "itl_p50_s", "itl_p99_s", "e2e_p50_s", "e2e_p99_s", "errors")
+LEVEL_KEYS = (
+    "concurrency",
+    "requests",
+    "output_throughput_tok_s",
+    "request_throughput_rps",
+    "ttft_p50_s",
+    "ttft_p99_s",
+    "itl_p50_s",
+    "itl_p99_s",
+    "e2e_p50_s",
+    "e2e_p99_s",
+    "errors",
+)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -105,10 +116,16 @@ def aggregate(concurrency: int, samples: Iterable[RequestSample], duration_s: fl
         requests=len(ss),
         output_throughput_tok_s=tokens / duration_s if duration_s > 0 else 0.0,
         request_throughput_rps=len(ok) / duration_s if duration_s > 0 else 0.0,
-        ttft_p50_s=percentile(ttfts, 50), ttft_p99_s=percentile(ttfts, 99),
-        itl_p50_s=percentile(itls, 50), itl_p99_s=percentile(itls, 99),
-        e2e_p50_s=percentile(e2es, 50), e2e_p99_s=percentile(e2es, 99),
-        errors=len(errs), duration_s=duration_s, output_tokens=tokens, error_examples=tuple(examples),
+        ttft_p50_s=percentile(ttfts, 50),
+        ttft_p99_s=percentile(ttfts, 99),
+        itl_p50_s=percentile(itls, 50),
+        itl_p99_s=percentile(itls, 99),
+        e2e_p50_s=percentile(e2es, 50),
+        e2e_p99_s=percentile(e2es, 99),
+        errors=len(errs),
+        duration_s=duration_s,
+        output_tokens=tokens,
+        error_examples=tuple(examples),
     )
 
 
@@ -122,8 +139,11 @@ def num_prompts_notes(levels: Iterable[int], requested: int | None) -> list[str]
     """Why a level will not look like its C: fewer requests than C cannot keep C in flight."""
     if requested is None:
         return []
-    return [f"C={c}: {requested} requests per level keep at most {requested} in flight, not {c}"
-            for c in levels if requested < c]
+    return [
+        f"C={c}: {requested} requests per level keep at most {requested} in flight, not {c}"
+        for c in levels
+        if requested < c
+    ]
 
 
 def parse_concurrency(text: str) -> list[int]:
@@ -177,17 +197,23 @@ def compare_levels(current: Sequence[LevelResult], previous: Sequence[LevelResul
     return out
 
 
-def previous_record(records: Iterable[dict[str, Any]], preset: str | None, server: str,
-                    engine: str = "console", input_len: int | None = None,
-                    output_len: int | None = None) -> dict[str, Any] | None:
+def previous_record(
+    records: Iterable[dict[str, Any]],
+    preset: str | None,
+    server: str,
+    engine: str = "console",
+    input_len: int | None = None,
+    output_len: int | None = None,
+) -> dict[str, Any] | None:
     """The newest earlier run of the same preset (or the same server when there is no preset), engine and,
     when given, input and output lengths: a sweep at 256 tokens says nothing about one at 1024."""
     best: dict[str, Any] | None = None
     for r in records:
         if r.get("engine", "console") != engine:
             continue
-        if (input_len is not None and r.get("input_len") != input_len) or \
-                (output_len is not None and r.get("output_len") != output_len):
+        if (input_len is not None and r.get("input_len") != input_len) or (
+            output_len is not None and r.get("output_len") != output_len
+        ):
             continue
         same = r.get("preset") == preset if preset else r.get("server") == server
         if same and (best is None or str(r.get("time", "")) >= str(best.get("time", ""))):

@@ -182,8 +182,15 @@ def redact(obj: Any) -> Any:
     return obj
 
 
-def chat_body(messages: list[dict[str, Any]], *, model: str = "default", max_tokens: int = 256,
-              temperature: float | None = None, stream: bool = True, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def chat_body(
+    messages: list[dict[str, Any]],
+    *,
+    model: str = "default",
+    max_tokens: int = 256,
+    temperature: float | None = None,
+    stream: bool = True,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens, "stream": stream}
     if stream:
         body["stream_options"] = {"include_usage": True}
@@ -193,14 +200,28 @@ def chat_body(messages: list[dict[str, Any]], *, model: str = "default", max_tok
     return body
 
 
-def curl_command(base_url: str, messages: list[dict[str, Any]], *, model: str = "default", max_tokens: int = 256,
-                 temperature: float | None = None, api_key_env: str | None = None,
-                 extra: Mapping[str, Any] | None = None) -> str:
+def curl_command(
+    base_url: str,
+    messages: list[dict[str, Any]],
+    *,
+    model: str = "default",
+    max_tokens: int = 256,
+    temperature: float | None = None,
+    api_key_env: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
     """The equivalent `curl -N` command; the key appears as "$ENV_VAR", never its value."""
-    body = json.dumps(chat_body(messages, model=model, max_tokens=max_tokens, temperature=temperature, extra=extra),
-                      ensure_ascii=False)
-    parts = ["curl", "-N", shlex.quote(base_url.rstrip("/") + "/v1/chat/completions"),
-             "-H", shlex.quote("Content-Type: application/json")]
+    body = json.dumps(
+        chat_body(messages, model=model, max_tokens=max_tokens, temperature=temperature, extra=extra),
+        ensure_ascii=False,
+    )
+    parts = [
+        "curl",
+        "-N",
+        shlex.quote(base_url.rstrip("/") + "/v1/chat/completions"),
+        "-H",
+        shlex.quote("Content-Type: application/json"),
+    ]
     if api_key_env:
         if not api_key_env.replace("_", "").isalnum():
             raise ValueError(f"not an environment variable name: {api_key_env!r}")
@@ -244,16 +265,24 @@ def _partial_stats(times: list[float]) -> StreamStats | None:
 class SGLangClient:
     """One server's HTTP API. `api_key_env` names an environment variable (the preset's api_key_env)."""
 
-    def __init__(self, base_url: str, *, api_key_env: str | None = None, env: Mapping[str, str] | None = None,
-                 timeout: float = 10.0, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key_env: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 10.0,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.timeout = timeout
         key = (env if env is not None else os.environ).get(api_key_env) if api_key_env else None
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._own = client is None
-        self._http = client or httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=headers,
-                                                 trust_env=False, verify=_ssl_context())
+        self._http = client or httpx.AsyncClient(
+            base_url=self.base_url, timeout=timeout, headers=headers, trust_env=False, verify=_ssl_context()
+        )
         if client is None:
             use_asyncio_streams(self._http)  # its own client only: a shared one is its owner's to set up
         elif headers:
@@ -277,8 +306,12 @@ class SGLangClient:
         if isinstance(e, httpx.TimeoutException):
             return Timeout(url, f"timed out ({type(e).__name__})")
         if isinstance(e, (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError)):
-            return NotUp(url, "connection refused: the server is not listening" if isinstance(e, httpx.ConnectError)
-                         else f"connection lost: {e or type(e).__name__}")
+            return NotUp(
+                url,
+                "connection refused: the server is not listening"
+                if isinstance(e, httpx.ConnectError)
+                else f"connection lost: {e or type(e).__name__}",
+            )
         return ClientError(url, f"{type(e).__name__}: {e}")
 
     def _check(self, path: str, r: httpx.Response, raw: bytes = b"") -> None:
@@ -286,8 +319,11 @@ class SGLangClient:
             return
         body = raw[:4096].decode("utf-8", errors="replace")
         if r.status_code == 401:
-            raise Unauthorized(self._url(path), "HTTP 401 Unauthorized: missing or wrong API key"
-                               + (f" (from ${self.api_key_env})" if self.api_key_env else " (set the preset's api_key_env)"))
+            raise Unauthorized(
+                self._url(path),
+                "HTTP 401 Unauthorized: missing or wrong API key"
+                + (f" (from ${self.api_key_env})" if self.api_key_env else " (set the preset's api_key_env)"),
+            )
         if r.status_code == 503:
             raise Warming(self._url(path), "HTTP 503: the server is still warming up (or draining)")
         raise HTTPStatus(self._url(path), r.status_code, body)
@@ -317,8 +353,9 @@ class SGLangClient:
         """GET /health: 200 ready, 503 warming, refused/timeout down, all within deadline_s. Never raises."""
         t0 = time.perf_counter()
         try:
-            r, _ = await get_bounded(self._http, "/health", deadline_s=deadline_s, max_bytes=HEALTH_MAX_BYTES,
-                                     what="/health")
+            r, _ = await get_bounded(
+                self._http, "/health", deadline_s=deadline_s, max_bytes=HEALTH_MAX_BYTES, what="/health"
+            )
         except TimeoutError:
             return Health("down", None, time.perf_counter() - t0, f"no complete answer within {deadline_s:g} s")
         except BodyTooLarge as e:
@@ -362,9 +399,16 @@ class SGLangClient:
         except ValueError as e:
             raise Malformed(self._url("/metrics"), f"bad Prometheus text: {e}") from None
 
-    async def chat_stream(self, messages: list[dict[str, Any]], *, model: str = "default", max_tokens: int = 256,
-                          temperature: float | None = None, extra: Mapping[str, Any] | None = None,
-                          timeout: float | None = 300.0) -> AsyncIterator[ChatEvent]:
+    async def chat_stream(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str = "default",
+        max_tokens: int = 256,
+        temperature: float | None = None,
+        extra: Mapping[str, Any] | None = None,
+        timeout: float | None = 300.0,
+    ) -> AsyncIterator[ChatEvent]:
         """Stream /v1/chat/completions: reasoning/content deltas, finish, usage, then StreamStats."""
         path = "/v1/chat/completions"
         body = chat_body(messages, model=model, max_tokens=max_tokens, temperature=temperature, extra=extra)
@@ -375,8 +419,13 @@ class SGLangClient:
         n = 0
         deadline = Deadline(timeout)
         try:
-            async with self._http.stream("POST", path, json=body, timeout=timeout,
-                                         headers={"Accept": "text/event-stream", "Cache-Control": "no-store"}) as r:
+            async with self._http.stream(
+                "POST",
+                path,
+                json=body,
+                timeout=timeout,
+                headers={"Accept": "text/event-stream", "Cache-Control": "no-store"},
+            ) as r:
                 if r.status_code >= 400:
                     self._check(path, r, await deadline.run(read_capped(r, JSON_MAX_BYTES, path)))
                 kind = r.headers.get("content-type", "").partition(";")[0]
@@ -415,10 +464,13 @@ class SGLangClient:
                     u = obj.get("usage")
                     if isinstance(u, dict) and not obj.get("choices"):
                         details = u.get("prompt_tokens_details") or {}
-                        yield Usage(_int(u.get("prompt_tokens")), _int(u.get("completion_tokens")),
-                                    _int(u.get("total_tokens")),
-                                    details.get("cached_tokens") if isinstance(details, dict) else None,
-                                    u.get("reasoning_tokens"))
+                        yield Usage(
+                            _int(u.get("prompt_tokens")),
+                            _int(u.get("completion_tokens")),
+                            _int(u.get("total_tokens")),
+                            details.get("cached_tokens") if isinstance(details, dict) else None,
+                            u.get("reasoning_tokens"),
+                        )
         except ClientError:
             raise
         except TimeoutError:
@@ -429,8 +481,13 @@ class SGLangClient:
             raise self._fail(path, e) from None
         yield StreamStats(first, tuple(gaps), n, time.perf_counter() - t0)
 
-    async def probe(self, prompt: str = "Say hello in one short sentence.", *, max_tokens: int = 16,
-                    deadline_s: float = PROBE_DEADLINE_S) -> ProbeResult:
+    async def probe(
+        self,
+        prompt: str = "Say hello in one short sentence.",
+        *,
+        max_tokens: int = 16,
+        deadline_s: float = PROBE_DEADLINE_S,
+    ) -> ProbeResult:
         """Health, model info and one short streamed generation, all within deadline_s; errors are reported, not raised."""
         t0 = time.perf_counter()
         h = Health("down", None, 0.0, "no answer")
@@ -446,8 +503,9 @@ class SGLangClient:
                 if not h.ready:
                     return ProbeResult(h, None, "", "", None, None, h.message or h.state)
                 info = await self.model_info()
-                async for ev in self.chat_stream([{"role": "user", "content": prompt}], max_tokens=max_tokens,
-                                                 temperature=0.0, timeout=deadline_s):
+                async for ev in self.chat_stream(
+                    [{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0.0, timeout=deadline_s
+                ):
                     if isinstance(ev, ContentDelta):
                         text.append(ev.text)
                         times.append(ev.t)
@@ -459,12 +517,19 @@ class SGLangClient:
                     elif isinstance(ev, Usage):
                         usage = ev
         except TimeoutError:
-            return ProbeResult(h, info, "".join(text), "".join(reasoning), stats or _partial_stats(times), usage,
-                               f"the probe did not finish within {deadline_s:g} s "
-                               f"({time.perf_counter() - t0:.1f} s spent)")
+            return ProbeResult(
+                h,
+                info,
+                "".join(text),
+                "".join(reasoning),
+                stats or _partial_stats(times),
+                usage,
+                f"the probe did not finish within {deadline_s:g} s ({time.perf_counter() - t0:.1f} s spent)",
+            )
         except ClientError as e:
             # the stream's own deadline can fire before the probe's (both are deadline_s): the tokens that came are
             # real figures either way
-            return ProbeResult(h, info, "".join(text), "".join(reasoning), stats or _partial_stats(times), usage,
-                               e.message)
+            return ProbeResult(
+                h, info, "".join(text), "".join(reasoning), stats or _partial_stats(times), usage, e.message
+            )
         return ProbeResult(h, info, "".join(text), "".join(reasoning), stats, usage)

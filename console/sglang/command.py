@@ -106,8 +106,9 @@ def preset_ports(preset: Preset, n: int) -> list[int]:
     return [preset.port + i for i in range(n)]
 
 
-def expand_replicas(name: str, preset: Preset, gpus: list[int] | None = None,
-                    ports: list[int] | None = None) -> list[Replica]:
+def expand_replicas(
+    name: str, preset: Preset, gpus: list[int] | None = None, ports: list[int] | None = None
+) -> list[Replica]:
     """Split a preset's GPUs into TP groups; `gpus` overrides the preset's set, `ports` its ports (chosen free).
 
     Other GPUs keep the preset's TP (its own GPU count when `tp` is unset): the args were sized for it."""
@@ -173,11 +174,17 @@ def shell_path(path: str) -> str:
 def build_argv(preset: Preset, host: Host, replica: Replica) -> list[str]:
     python = preset.python or host.python
     return [
-        python, "-m", LAUNCH_MODULE,
-        "--model-path", preset.model,
-        "--host", preset.bind,
-        "--port", str(replica.port),
-        "--tp-size", str(replica.tp),
+        python,
+        "-m",
+        LAUNCH_MODULE,
+        "--model-path",
+        preset.model,
+        "--host",
+        preset.bind,
+        "--port",
+        str(replica.port),
+        "--tp-size",
+        str(replica.tp),
         *preset.args,
     ]
 
@@ -195,13 +202,17 @@ def launch_command(argv: list[str], env: dict[str, str], log_path: str) -> str:
     env_words = [f"{k}={v}" for k, v in env.items()]
     python = argv[0]
     py = shell_path(python) if python.startswith("~") else shlex.quote(python)
-    body = " ".join(["setsid", "nohup", "env", shlex.join(env_words), py, shlex.join(argv[1:])]) if env_words \
+    body = (
+        " ".join(["setsid", "nohup", "env", shlex.join(env_words), py, shlex.join(argv[1:])])
+        if env_words
         else " ".join(["setsid", "nohup", py, shlex.join(argv[1:])])
+    )
     return f"mkdir -p {shell_path(log_dir)} && {body} > {shell_path(log_path)} 2>&1 < /dev/null & echo $!"
 
 
-def plan_launch(fleet: Fleet, preset_name: str, stamp: str, gpus: list[int] | None = None,
-                ports: list[int] | None = None) -> list[LaunchPlan]:
+def plan_launch(
+    fleet: Fleet, preset_name: str, stamp: str, gpus: list[int] | None = None, ports: list[int] | None = None
+) -> list[LaunchPlan]:
     """Preset -> one LaunchPlan per replica (pure; `stamp` names the new log files)."""
     preset = fleet.presets[preset_name]
     host = fleet.hosts[preset.host]
@@ -220,9 +231,22 @@ def plan_launch(fleet: Fleet, preset_name: str, stamp: str, gpus: list[int] | No
             hidden.insert(0, f"${preset.api_key_env} as --api-key")  # worded so masking leaves it whole
         if hidden:  # a shell comment: the printed command still runs by hand, and says what it leaves out
             command += f"  # secrets passed in 0600 files, never on argv: {', '.join(hidden)}"
-        plans.append(LaunchPlan(r, argv[0], argv, env, log, command,
-                                bind=preset.bind, api_key_env=preset.api_key_env, public_argv=public_argv,
-                                public_env=public_env, secret_env=secret_env, secret_args=secret_args))
+        plans.append(
+            LaunchPlan(
+                r,
+                argv[0],
+                argv,
+                env,
+                log,
+                command,
+                bind=preset.bind,
+                api_key_env=preset.api_key_env,
+                public_argv=public_argv,
+                public_env=public_env,
+                secret_env=secret_env,
+                secret_args=secret_args,
+            )
+        )
     return plans
 
 

@@ -17,12 +17,33 @@ from console.sglang.phase import Phase
 __all__ = ["CAUSES", "Diagnosis", "ProcessFacts", "diagnose", "diagnose_text", "finish"]
 
 CAUSES: tuple[str, ...] = (
-    "cuda_oom_kv_cache", "cuda_oom_cuda_graph", "cuda_oom_weights", "cuda_oom_runtime", "memory_imbalance",
-    "port_in_use", "invalid_port_config", "missing_shared_library", "cuda_driver_incompatible",
-    "unsupported_gpu_arch", "kernel_missing", "kernel_compile_error", "nccl_error", "distributed_comm_error",
-    "multinode_rank_load_failure", "cuda_device_assert", "spec_args_invalid", "mamba_radix_cache_incompatible",
-    "mamba_radix_tree_corruption", "model_not_found", "unsupported_model_arch", "trust_remote_code_required",
-    "invalid_argument", "checkpoint_weight_mismatch", "warmup_failed", "killed_oom_killer", "unknown",
+    "cuda_oom_kv_cache",
+    "cuda_oom_cuda_graph",
+    "cuda_oom_weights",
+    "cuda_oom_runtime",
+    "memory_imbalance",
+    "port_in_use",
+    "invalid_port_config",
+    "missing_shared_library",
+    "cuda_driver_incompatible",
+    "unsupported_gpu_arch",
+    "kernel_missing",
+    "kernel_compile_error",
+    "nccl_error",
+    "distributed_comm_error",
+    "multinode_rank_load_failure",
+    "cuda_device_assert",
+    "spec_args_invalid",
+    "mamba_radix_cache_incompatible",
+    "mamba_radix_tree_corruption",
+    "model_not_found",
+    "unsupported_model_arch",
+    "trust_remote_code_required",
+    "invalid_argument",
+    "checkpoint_weight_mismatch",
+    "warmup_failed",
+    "killed_oom_killer",
+    "unknown",
 )
 
 
@@ -64,8 +85,12 @@ def diagnose(summary: LogSummary, process: ProcessFacts | None = None, gpus: tup
         found = by_rules(ctx, excs) or by_location(ctx) or by_rules(ctx, crash.context)
         if found is not None:
             return found
-        return Diagnosis("unknown", f"crashed{_where(crash)}; the final exception is not in the log (last error: {excs[-1][:140]})",
-                         "open the full log (the traceback is cut off); the cause is in the lines that follow", excs[-1])
+        return Diagnosis(
+            "unknown",
+            f"crashed{_where(crash)}; the final exception is not in the log (last error: {excs[-1][:140]})",
+            "open the full log (the traceback is cut off); the cause is in the lines that follow",
+            excs[-1],
+        )
     cands = list(dict.fromkeys([*excs, *(x for x in lines if x and not CODE.match(x))]))
     found = by_rules(ctx, cands) or by_location(ctx)
     if found is not None:
@@ -79,29 +104,48 @@ def diagnose(summary: LogSummary, process: ProcessFacts | None = None, gpus: tup
         if last.startswith(("AssertionError", "ValueError", "TypeError")) and "server_args.py" in ctx.text:
             what = "speculative-decoding" if "speculative" in ctx.text else "server"
             cause = "spec_args_invalid" if what == "speculative-decoding" else "invalid_argument"
-            return Diagnosis(cause, f"{what} argument validation failed: {last[:140]}",
-                             "give all of --speculative-num-steps, --speculative-eagle-topk and --speculative-num-draft-tokens, or none"
-                             if cause == "spec_args_invalid" else "fix the flag named in the error (dflash-console check --remote runs SGLang's own validation)",
-                             last)
+            return Diagnosis(
+                cause,
+                f"{what} argument validation failed: {last[:140]}",
+                "give all of --speculative-num-steps, --speculative-eagle-topk and --speculative-num-draft-tokens, or none"
+                if cause == "spec_args_invalid"
+                else "fix the flag named in the error (dflash-console check --remote runs SGLang's own validation)",
+                last,
+            )
     found = by_rules(ctx, crash.context)
     if found is not None:
         return found
     if process is not None and process.signal_number == 9 and not process.stop_requested and not excs:
         return _oom_killer(summary, process, crash.marker)
-    if not excs and process is not None and process.exit_status is None and process.signal is None \
-            and crash.marker.startswith("process ended"):
-        return Diagnosis("unknown", f"the process vanished{_where(crash)} with no exit status and no error in its "
-                         "log: most likely killed by a signal (SIGKILL, the OOM killer) or its host restarted",
-                         "check `dmesg -T | grep -i -e oom -e kill` on the host and who else stops processes there; "
-                         "`r` relaunches", crash.marker.strip())
+    if (
+        not excs
+        and process is not None
+        and process.exit_status is None
+        and process.signal is None
+        and crash.marker.startswith("process ended")
+    ):
+        return Diagnosis(
+            "unknown",
+            f"the process vanished{_where(crash)} with no exit status and no error in its "
+            "log: most likely killed by a signal (SIGKILL, the OOM killer) or its host restarted",
+            "check `dmesg -T | grep -i -e oom -e kill` on the host and who else stops processes there; `r` relaunches",
+            crash.marker.strip(),
+        )
     if not excs:
         last = crash.marker.strip()
-        return Diagnosis("unknown", f"crashed{_where(crash)}, but the exception text is not in the log (last error line: {last[:140]})",
-                         "the log was cut before the traceback's end: read the full log file on the host, or relaunch to reproduce",
-                         last)
+        return Diagnosis(
+            "unknown",
+            f"crashed{_where(crash)}, but the exception text is not in the log (last error line: {last[:140]})",
+            "the log was cut before the traceback's end: read the full log file on the host, or relaunch to reproduce",
+            last,
+        )
     error = excs[-1].strip()
-    return Diagnosis("unknown", f"crashed{_where(crash)} with an error the console does not know: {error[:140]}",
-                     "read the traceback in the log; the decisive line is shown below", error)
+    return Diagnosis(
+        "unknown",
+        f"crashed{_where(crash)} with an error the console does not know: {error[:140]}",
+        "read the traceback in the log; the decisive line is shown below",
+        error,
+    )
 
 
 def _where(crash: CrashInfo) -> str:
@@ -122,22 +166,31 @@ def _from_process(summary: LogSummary, process: ProcessFacts | None) -> Diagnosi
         return _oom_killer(summary, process, last)
     if process.exit_status not in (None, 0) or sig not in (None, 15, 2):
         what = f"signal {process.signal}" if process.signal is not None else f"exit status {process.exit_status}"
-        return Diagnosis("unknown", f"the process ended ({what}) in {summary.phase.value} with no error in the log",
-                         "check the host's kernel log (dmesg) and the lines before the end of the log", last)
+        return Diagnosis(
+            "unknown",
+            f"the process ended ({what}) in {summary.phase.value} with no error in the log",
+            "check the host's kernel log (dmesg) and the lines before the end of the log",
+            last,
+        )
     return None
 
 
 def _oom_killer(summary: LogSummary, process: ProcessFacts | None, line: str) -> Diagnosis:
-    return Diagnosis("killed_oom_killer",
-                     f"the server was SIGKILLed during {summary.phase.value} with no error in its log: most likely the OS OOM killer (host RAM)",
-                     "check `dmesg -T | grep -i oom`; loading needs host RAM for the weights: fewer servers loading at once, "
-                     "more RAM/swap, or a smaller --model-loader-extra-config num_threads", line)
+    return Diagnosis(
+        "killed_oom_killer",
+        f"the server was SIGKILLed during {summary.phase.value} with no error in its log: most likely the OS OOM killer (host RAM)",
+        "check `dmesg -T | grep -i oom`; loading needs host RAM for the weights: fewer servers loading at once, "
+        "more RAM/swap, or a smaller --model-loader-extra-config num_threads",
+        line,
+    )
 
 
 def finish(parser: LogParser, process: ProcessFacts | None = None) -> tuple[LogSummary, Diagnosis | None]:
     """The process ended (or the file is complete): settle the parser's phase and diagnose (the fleet's call)."""
     parser.close()
-    if process is not None and (process.exit_status is not None or process.signal is not None or process.stop_requested):
+    if process is not None and (
+        process.exit_status is not None or process.signal is not None or process.stop_requested
+    ):
         parser.mark_exit(process.exit_status, process.signal_number, stop_requested=process.stop_requested)
     s = parser.snapshot()
     return s, diagnose(s, process)

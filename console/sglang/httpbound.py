@@ -52,8 +52,9 @@ async def read_capped(r: httpx.Response, max_bytes: int, what: str = "response")
     return bytes(buf)
 
 
-async def get_bounded(http: httpx.AsyncClient, url: str, *, deadline_s: float, max_bytes: int,
-                      what: str = "response", **kw: Any) -> tuple[httpx.Response, bytes]:
+async def get_bounded(
+    http: httpx.AsyncClient, url: str, *, deadline_s: float, max_bytes: int, what: str = "response", **kw: Any
+) -> tuple[httpx.Response, bytes]:
     """GET url: status and body within deadline_s in total (TimeoutError), at most max_bytes (BodyTooLarge)."""
     async with asyncio.timeout(deadline_s):
         async with http.stream("GET", url, **kw) as r:
@@ -100,8 +101,9 @@ def _left_or_zero(deadline: Deadline) -> float:
     return DONE_DRAIN_S if left is None else left
 
 
-async def sse_data(r: httpx.Response, deadline: Deadline, max_line: int = SSE_LINE_MAX_BYTES,
-                   done: str = "[DONE]") -> AsyncIterator[str]:
+async def sse_data(
+    r: httpx.Response, deadline: Deadline, max_line: int = SSE_LINE_MAX_BYTES, done: str = "[DONE]"
+) -> AsyncIterator[str]:
     """The `data` of each server-sent event, within the deadline; a line over max_line is BodyTooLarge.
 
     Only `data:` fields matter for OpenAI-style streams; `event:`, `id:`, `retry:` and comments are skipped.

@@ -25,13 +25,13 @@ SECRET_ENV_FILE = ".secret.env"
 SECRET_CONFIG_FILE = "secrets.yaml"
 
 GATE = (
-    'd=$1; t=$2; n=$3; shift 3; i=0; '
+    "d=$1; t=$2; n=$3; shift 3; i=0; "
     'until grep -q "^{\\"pid\\": $$, " "$d/meta.json" 2>/dev/null '
     '&& grep -qF "\\"launch_id\\": \\"$t\\"" "$d/meta.json" 2>/dev/null; do '
     'i=$((i+1)); if [ "$i" -gt "$n" ]; then '
     'rm -f "$d/{env}.$t"; '
     'echo "dflash-console: $d/meta.json does not name this launch; the server was not started" >&2; exit 97; fi; '
-    'sleep 0.1 2>/dev/null || sleep 1; done; '
+    "sleep 0.1 2>/dev/null || sleep 1; done; "
     'if [ -f "$d/{env}.$t" ]; then . "$d/{env}.$t" || exit 98; rm -f "$d/{env}.$t"; fi; '
     'exec "$@"'
 ).replace("{env}", SECRET_ENV_FILE)
@@ -64,42 +64,47 @@ def server_command(plan: LaunchPlan, meta_dir: str, launch_id: str, gate_tries: 
     if plan.secret_args:
         words.append(f'--config "$d"/{SECRET_CONFIG_FILE}')
     gate = shlex.join(["sh", "-c", GATE, GATE_NAME])
-    return (f'setsid nohup {gate} "$d" {shlex.quote(launch_id)} {int(gate_tries)} {" ".join(words)} '
-            f"> {shell_path(plan.log_path)} 2>&1 < /dev/null &")
+    return (
+        f'setsid nohup {gate} "$d" {shlex.quote(launch_id)} {int(gate_tries)} {" ".join(words)} '
+        f"> {shell_path(plan.log_path)} 2>&1 < /dev/null &"
+    )
 
 
-def launch_script(plan: LaunchPlan, meta_dir: str, lock_file: str, lock_token: str, launch_id: str,
-                  gate_tries: int = GATE_TRIES) -> str:
+def launch_script(
+    plan: LaunchPlan, meta_dir: str, lock_file: str, lock_token: str, launch_id: str, gate_tries: int = GATE_TRIES
+) -> str:
     """One remote command: check the host lock, store secrets (0600), start the gated server, write meta.json.
 
     Prints the pid and the host's clock; any failure exits non-zero with the reason on stderr and
     leaves no server (the gate never saw meta.json)."""
     log_dir = plan.log_path.rsplit("/", 1)[0] if "/" in plan.log_path else "."
-    return "\n".join([
-        f"# dflash-console: launch {_comment(plan.replica.name)} (setsid nohup, gated on meta.json; secrets on stdin)",
-        "umask 077",
-        f"d={shell_path(meta_dir)}; lk={shell_path(lock_file)}",
-        f"e=\"$d\"/{SECRET_ENV_FILE}.{shlex.quote(launch_id)}",
-        "fail() { printf 'dflash-console: %s\\n' \"$1\" >&2; rm -f \"$e\"; exit \"$2\"; }",
-        f'grep -q {shlex.quote("^" + lock_token + " ")} "$lk" 2>/dev/null '
-        '|| fail "the launch lock ($lk) is not held by this console" 75',
-        f'mkdir -p {shell_path(log_dir)} "$d" && chmod 700 "$d" || fail "cannot create $d" 73',
-        f'rm -f "$d"/{SECRET_ENV_FILE}.*  # an earlier launch that died before its gate ran',
-        'IFS= read -r body && IFS= read -r cfg || fail "launch input truncated" 65',
-        'cat > "$e" || fail "cannot write $e (disk full?)" 74',
-        f'[ "$(tail -n 1 "$e")" = {shlex.quote(END_MARK)} ] || fail "launch input truncated" 65',
-        f'rm -f "$d/{SECRET_CONFIG_FILE}"',
-        f'if [ -n "$cfg" ]; then printf \'%s\\n\' "$cfg" > "$d/{SECRET_CONFIG_FILE}" '
-        f'|| fail "cannot write $d/{SECRET_CONFIG_FILE} (disk full?)" 74; fi',
-        server_command(plan, meta_dir, launch_id, gate_tries),
-        "pid=$!",
-        '{ printf \'{"pid": %s, "sid": %s, \' "$pid" "$pid" && printf \'%s\\n\' "$body"; } > "$d/meta.json.tmp" '
-        '&& mv -f "$d/meta.json.tmp" "$d/meta.json" '
-        '|| { kill -KILL "$pid" 2>/dev/null; rm -f "$d/meta.json.tmp"; '
-        'fail "cannot write $d/meta.json (disk full?); the server was not started" 74; }',
-        'cat "$d/meta.json" >> "$d/history.jsonl" 2>/dev/null',
-        'echo "$pid"; date +%s.%N',
-    ])
+    return "\n".join(
+        [
+            f"# dflash-console: launch {_comment(plan.replica.name)} (setsid nohup, gated on meta.json; secrets on stdin)",
+            "umask 077",
+            f"d={shell_path(meta_dir)}; lk={shell_path(lock_file)}",
+            f'e="$d"/{SECRET_ENV_FILE}.{shlex.quote(launch_id)}',
+            'fail() { printf \'dflash-console: %s\\n\' "$1" >&2; rm -f "$e"; exit "$2"; }',
+            f'grep -q {shlex.quote("^" + lock_token + " ")} "$lk" 2>/dev/null '
+            '|| fail "the launch lock ($lk) is not held by this console" 75',
+            f'mkdir -p {shell_path(log_dir)} "$d" && chmod 700 "$d" || fail "cannot create $d" 73',
+            f'rm -f "$d"/{SECRET_ENV_FILE}.*  # an earlier launch that died before its gate ran',
+            'IFS= read -r body && IFS= read -r cfg || fail "launch input truncated" 65',
+            'cat > "$e" || fail "cannot write $e (disk full?)" 74',
+            f'[ "$(tail -n 1 "$e")" = {shlex.quote(END_MARK)} ] || fail "launch input truncated" 65',
+            f'rm -f "$d/{SECRET_CONFIG_FILE}"',
+            f'if [ -n "$cfg" ]; then printf \'%s\\n\' "$cfg" > "$d/{SECRET_CONFIG_FILE}" '
+            f'|| fail "cannot write $d/{SECRET_CONFIG_FILE} (disk full?)" 74; fi',
+            server_command(plan, meta_dir, launch_id, gate_tries),
+            "pid=$!",
+            '{ printf \'{"pid": %s, "sid": %s, \' "$pid" "$pid" && printf \'%s\\n\' "$body"; } > "$d/meta.json.tmp" '
+            '&& mv -f "$d/meta.json.tmp" "$d/meta.json" '
+            '|| { kill -KILL "$pid" 2>/dev/null; rm -f "$d/meta.json.tmp"; '
+            'fail "cannot write $d/meta.json (disk full?); the server was not started" 74; }',
+            'cat "$d/meta.json" >> "$d/history.jsonl" 2>/dev/null',
+            'echo "$pid"; date +%s.%N',
+        ]
+    )
 
 
 def _comment(text: str) -> str:

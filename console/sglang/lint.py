@@ -61,7 +61,9 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(id: str, severity: Severity, summary: str) -> Callable[[Callable[[LintContext], Iterable[Finding]]], Callable[[LintContext], Iterable[Finding]]]:
+def rule(
+    id: str, severity: Severity, summary: str
+) -> Callable[[Callable[[LintContext], Iterable[Finding]]], Callable[[LintContext], Iterable[Finding]]]:
     """Register a lint rule."""
 
     def deco(fn: Callable[[LintContext], Iterable[Finding]]) -> Callable[[LintContext], Iterable[Finding]]:
@@ -115,10 +117,15 @@ def _load_rule_modules() -> None:
                 raise
 
 
-@rule("bind-loopback-direct", "error", "bind 127.0.0.1 with http = \"direct\" is unreachable")
+@rule("bind-loopback-direct", "error", 'bind 127.0.0.1 with http = "direct" is unreachable')
 def _bind_loopback_direct(ctx: LintContext) -> Iterable[Finding]:
     if ctx.host.http == "direct" and ctx.preset.bind in ("127.0.0.1", "localhost", "::1"):
-        yield Finding("bind-loopback-direct", "error", ctx.name,
-                      f"bind = {ctx.preset.bind!r} but host '{ctx.preset.host}' uses http = \"direct\": "
-                      "the console cannot reach a loopback-only server from outside",
-                      fix='set bind = "0.0.0.0" or http = "tunnel"', field="bind")
+        yield Finding(
+            "bind-loopback-direct",
+            "error",
+            ctx.name,
+            f"bind = {ctx.preset.bind!r} but host '{ctx.preset.host}' uses http = \"direct\": "
+            "the console cannot reach a loopback-only server from outside",
+            fix='set bind = "0.0.0.0" or http = "tunnel"',
+            field="bind",
+        )

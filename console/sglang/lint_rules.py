@@ -13,8 +13,20 @@ from console.sglang import flags
 from console.sglang.lint import Finding, LintContext, rule
 
 _HYBRID_NAME = re.compile(r"qwen3[._-]?[56]|qwen3[._-]?next", re.IGNORECASE)
-_HYBRID_TYPES = {"qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_6", "qwen3_6_moe", "nemotron_h", "falcon_h1", "jamba",
-                 "granitemoehybrid", "lfm2", "bailing_moe_linear", "kimi_linear"}
+_HYBRID_TYPES = {
+    "qwen3_next",
+    "qwen3_5",
+    "qwen3_5_moe",
+    "qwen3_6",
+    "qwen3_6_moe",
+    "nemotron_h",
+    "falcon_h1",
+    "jamba",
+    "granitemoehybrid",
+    "lfm2",
+    "bailing_moe_linear",
+    "kimi_linear",
+}
 _TRUE = {"1", "true", "yes", "on"}
 
 
@@ -37,7 +49,9 @@ def hybrid_from_config(cfg: dict[str, Any]) -> bool:
         if str(c.get("model_type", "")).lower() in _HYBRID_TYPES:
             return True
         layer_types = c.get("layer_types") or c.get("layers_block_type") or []
-        if isinstance(layer_types, list) and any(str(t).lower() in ("linear_attention", "mamba", "mamba2") for t in layer_types):
+        if isinstance(layer_types, list) and any(
+            str(t).lower() in ("linear_attention", "mamba", "mamba2") for t in layer_types
+        ):
             return True
         if "full_attention_interval" in c or "linear_num_value_heads" in c:
             return True
@@ -59,7 +73,11 @@ def _spec(ctx: LintContext) -> str | None:
     return algo.upper() if algo else None
 
 
-@rule("hybrid-spec-extra-buffer", "error", "hybrid GDN/Mamba model + speculative decoding needs --mamba-scheduler-strategy extra_buffer")
+@rule(
+    "hybrid-spec-extra-buffer",
+    "error",
+    "hybrid GDN/Mamba model + speculative decoding needs --mamba-scheduler-strategy extra_buffer",
+)
 def _hybrid_spec(ctx: LintContext) -> Iterable[Finding]:
     if not _spec(ctx) or ctx.has("--disable-radix-cache"):
         return
@@ -69,44 +87,73 @@ def _hybrid_spec(ctx: LintContext) -> Iterable[Finding]:
     hybrid, sure = is_hybrid(ctx)
     if not hybrid:
         return
-    why = "its config.json says it is a hybrid (linear-attention/Mamba) model" if sure else \
-        f"the model name {ctx.preset.model!r} looks like a hybrid Qwen3.5/3.6/Next model (config.json not readable)"
-    yield Finding("hybrid-spec-extra-buffer", "error" if sure else "warning", ctx.name,
-                  f"{why}: with --speculative-algorithm and the radix cache, SGLang stops with \"Speculative decoding for ... "
-                  f"is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer\" (strategy is {strategy!r})",
-                  fix="add --mamba-scheduler-strategy extra_buffer (and SGLANG_ENABLE_SPEC_V2=1), or --disable-radix-cache",
-                  field="args")
+    why = (
+        "its config.json says it is a hybrid (linear-attention/Mamba) model"
+        if sure
+        else f"the model name {ctx.preset.model!r} looks like a hybrid Qwen3.5/3.6/Next model (config.json not readable)"
+    )
+    yield Finding(
+        "hybrid-spec-extra-buffer",
+        "error" if sure else "warning",
+        ctx.name,
+        f'{why}: with --speculative-algorithm and the radix cache, SGLang stops with "Speculative decoding for ... '
+        f'is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer" (strategy is {strategy!r})',
+        fix="add --mamba-scheduler-strategy extra_buffer (and SGLANG_ENABLE_SPEC_V2=1), or --disable-radix-cache",
+        field="args",
+    )
 
 
-@rule("spec-steps-missing", "error", "--speculative-eagle-topk / --speculative-num-draft-tokens need --speculative-num-steps")
+@rule(
+    "spec-steps-missing",
+    "error",
+    "--speculative-eagle-topk / --speculative-num-draft-tokens need --speculative-num-steps",
+)
 def _spec_steps(ctx: LintContext) -> Iterable[Finding]:
     if ctx.has("--speculative-num-steps"):
         return
     given = [f for f in ("--speculative-eagle-topk", "--speculative-num-draft-tokens") if ctx.has(f)]
     if given:
-        yield Finding("spec-steps-missing", "error", ctx.name,
-                      f"{' and '.join(given)} without --speculative-num-steps: SGLang 0.5.11 fails with a bare AssertionError "
-                      "(all three or none)", fix="add --speculative-num-steps N (or drop the other two to let SGLang choose)",
-                      field="args")
+        yield Finding(
+            "spec-steps-missing",
+            "error",
+            ctx.name,
+            f"{' and '.join(given)} without --speculative-num-steps: SGLang 0.5.11 fails with a bare AssertionError "
+            "(all three or none)",
+            fix="add --speculative-num-steps N (or drop the other two to let SGLang choose)",
+            field="args",
+        )
 
 
 @rule("spec-draft-tokens-adjusted", "warning", "with topk 1, --speculative-num-draft-tokens is forced to steps + 1")
 def _spec_draft_tokens(ctx: LintContext) -> Iterable[Finding]:
-    steps, topk, draft = (_int(ctx.flag(f)) for f in ("--speculative-num-steps", "--speculative-eagle-topk",
-                                                      "--speculative-num-draft-tokens"))
+    steps, topk, draft = (
+        _int(ctx.flag(f))
+        for f in ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens")
+    )
     if steps is not None and topk == 1 and draft is not None and draft != steps + 1:
-        yield Finding("spec-draft-tokens-adjusted", "warning", ctx.name,
-                      f"--speculative-num-draft-tokens {draft} with topk 1 and {steps} steps: SGLang silently overrides it "
-                      f"to {steps + 1}", fix=f"set --speculative-num-draft-tokens {steps + 1}", field="args")
+        yield Finding(
+            "spec-draft-tokens-adjusted",
+            "warning",
+            ctx.name,
+            f"--speculative-num-draft-tokens {draft} with topk 1 and {steps} steps: SGLang silently overrides it "
+            f"to {steps + 1}",
+            fix=f"set --speculative-num-draft-tokens {steps + 1}",
+            field="args",
+        )
 
 
 @rule("dflash-cuda-graph", "warning", "DFLASH speculative decoding with --disable-cuda-graph")
 def _dflash_graph(ctx: LintContext) -> Iterable[Finding]:
     if _spec(ctx) == "DFLASH" and ctx.has("--disable-cuda-graph"):
-        yield Finding("dflash-cuda-graph", "warning", ctx.name,
-                      "DFLASH drafts many tokens per step and is built around CUDA graphs: without them it is slower than "
-                      "no speculation", fix="drop --disable-cuda-graph (lower --cuda-graph-max-bs if graphs do not fit)",
-                      field="args")
+        yield Finding(
+            "dflash-cuda-graph",
+            "warning",
+            ctx.name,
+            "DFLASH drafts many tokens per step and is built around CUDA graphs: without them it is slower than "
+            "no speculation",
+            fix="drop --disable-cuda-graph (lower --cuda-graph-max-bs if graphs do not fit)",
+            field="args",
+        )
 
 
 @rule("unknown-flag", "warning", "a flag SGLang 0.5.11 does not have (argparse would exit 2)")
@@ -116,13 +163,24 @@ def _unknown_flag(ctx: LintContext) -> Iterable[Finding]:
             continue
         full = flags.abbreviation_of(name)
         if full:
-            yield Finding("unknown-flag", "warning", ctx.name, f"{name} is an abbreviation of {full} (argparse accepts it)",
-                          fix=f"write {full}", field="args")
+            yield Finding(
+                "unknown-flag",
+                "warning",
+                ctx.name,
+                f"{name} is an abbreviation of {full} (argparse accepts it)",
+                fix=f"write {full}",
+                field="args",
+            )
             continue
         near = flags.nearest(name)
-        yield Finding("unknown-flag", "warning", ctx.name,
-                      f"{name} is not a known SGLang flag" + (f"; did you mean {near}?" if near else ""),
-                      fix=f"use {near}" if near else "check `python -m sglang.launch_server --help` on the host", field="args")
+        yield Finding(
+            "unknown-flag",
+            "warning",
+            ctx.name,
+            f"{name} is not a known SGLang flag" + (f"; did you mean {near}?" if near else ""),
+            fix=f"use {near}" if near else "check `python -m sglang.launch_server --help` on the host",
+            field="args",
+        )
 
 
 _CHOICE_FLAGS = ("--reasoning-parser", "--tool-call-parser", "--mamba-scheduler-strategy", "--speculative-algorithm")
@@ -136,12 +194,19 @@ def _invalid_choice(ctx: LintContext) -> Iterable[Finding]:
         value = ctx.flag(name)
         choices = flags.FLAGS[name].choices or ()
         if value is None:
-            yield Finding("invalid-choice", "error", ctx.name, f"{name} needs a value (one of {', '.join(choices)})", field="args")
+            yield Finding(
+                "invalid-choice", "error", ctx.name, f"{name} needs a value (one of {', '.join(choices)})", field="args"
+            )
         elif value not in choices:
             near = flags.nearest_choice(value, choices)
-            yield Finding("invalid-choice", "error", ctx.name,
-                          f"{name} {value!r}: invalid choice (choose from {', '.join(choices)})",
-                          fix=f"use {near}" if near else f"one of {', '.join(choices)}", field="args")
+            yield Finding(
+                "invalid-choice",
+                "error",
+                ctx.name,
+                f"{name} {value!r}: invalid choice (choose from {', '.join(choices)})",
+                fix=f"use {near}" if near else f"one of {', '.join(choices)}",
+                field="args",
+            )
 
 
 @rule("mem-fraction-range", "error", "--mem-fraction-static must be a number in (0, 1)")
@@ -154,8 +219,14 @@ def _mem_fraction(ctx: LintContext) -> Iterable[Finding]:
     except ValueError:
         f = None
     if f is None or not 0.0 < f < 1.0:
-        yield Finding("mem-fraction-range", "error", ctx.name, f"--mem-fraction-static {v!r} is not in (0, 1)",
-                      fix="a fraction such as 0.85 (higher = bigger KV cache, lower = more room for CUDA graphs)", field="args")
+        yield Finding(
+            "mem-fraction-range",
+            "error",
+            ctx.name,
+            f"--mem-fraction-static {v!r} is not in (0, 1)",
+            fix="a fraction such as 0.85 (higher = bigger KV cache, lower = more room for CUDA graphs)",
+            field="args",
+        )
 
 
 @rule("context-length-exceeds-model", "error", "--context-length above the model's max_position_embeddings")
@@ -169,11 +240,19 @@ def _context_length(ctx: LintContext) -> Iterable[Finding]:
     if not isinstance(limit, int) or want <= limit:
         return
     allowed = _env(ctx).get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() in _TRUE
-    yield Finding("context-length-exceeds-model", "warning" if allowed else "error", ctx.name,
-                  f"--context-length {want} is above the model's max_position_embeddings {limit}"
-                  + (": allowed by SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN, outputs may degrade" if allowed
-                     else ": SGLang refuses it unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"),
-                  fix=f"--context-length {limit} or less (or use RoPE scaling via --json-model-override-args)", field="args")
+    yield Finding(
+        "context-length-exceeds-model",
+        "warning" if allowed else "error",
+        ctx.name,
+        f"--context-length {want} is above the model's max_position_embeddings {limit}"
+        + (
+            ": allowed by SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN, outputs may degrade"
+            if allowed
+            else ": SGLang refuses it unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+        ),
+        fix=f"--context-length {limit} or less (or use RoPE scaling via --json-model-override-args)",
+        field="args",
+    )
 
 
 @rule("spec-v2-env", "warning", "hybrid model + speculative + extra_buffer wants SGLANG_ENABLE_SPEC_V2=1 on 0.5.11")
@@ -188,14 +267,32 @@ def _spec_v2(ctx: LintContext) -> Iterable[Finding]:
     val = env.get("SGLANG_ENABLE_SPEC_V2")
     topk = _int(ctx.flag("--speculative-eagle-topk"))
     if val is not None and val.lower() not in _TRUE:
-        yield Finding("spec-v2-env", "error", ctx.name,
-                      f"SGLANG_ENABLE_SPEC_V2={val} turns spec v2 off, which extra_buffer radix caching with speculative "
-                      "decoding needs", fix="set SGLANG_ENABLE_SPEC_V2=1 in the preset's env", field="env")
+        yield Finding(
+            "spec-v2-env",
+            "error",
+            ctx.name,
+            f"SGLANG_ENABLE_SPEC_V2={val} turns spec v2 off, which extra_buffer radix caching with speculative "
+            "decoding needs",
+            fix="set SGLANG_ENABLE_SPEC_V2=1 in the preset's env",
+            field="env",
+        )
     elif topk is not None and topk > 1:
-        yield Finding("spec-v2-env", "error", ctx.name,
-                      f"--speculative-eagle-topk {topk}: spec v2 only supports topk 1, so SGLang falls back to spec v1, "
-                      "which extra_buffer needs v2 for", fix="use --speculative-eagle-topk 1", field="args")
+        yield Finding(
+            "spec-v2-env",
+            "error",
+            ctx.name,
+            f"--speculative-eagle-topk {topk}: spec v2 only supports topk 1, so SGLang falls back to spec v1, "
+            "which extra_buffer needs v2 for",
+            fix="use --speculative-eagle-topk 1",
+            field="args",
+        )
     elif val is None:
-        yield Finding("spec-v2-env", "warning", ctx.name,
-                      "SGLANG_ENABLE_SPEC_V2 is not set: 0.5.11 defaults it on, but SGLang's own error text for this "
-                      "combination asks for it explicitly", fix="add SGLANG_ENABLE_SPEC_V2 = \"1\" to the preset's env", field="env")
+        yield Finding(
+            "spec-v2-env",
+            "warning",
+            ctx.name,
+            "SGLANG_ENABLE_SPEC_V2 is not set: 0.5.11 defaults it on, but SGLang's own error text for this "
+            "combination asks for it explicitly",
+            fix='add SGLANG_ENABLE_SPEC_V2 = "1" to the preset\'s env',
+            field="env",
+        )

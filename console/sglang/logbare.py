@@ -59,11 +59,15 @@ class BareLines:
             elif " | " in s[:48] or "  |" in s[:48]:
                 m = _COMPOSE.match(s)
                 if m:
-                    s = s[m.end():]
+                    s = s[m.end() :]
             elif self._prefix is not None and (m := self._prefix.match(s)) is not None:
-                s = s[m.end():]
-            elif (self._tb.block is None and (i := s.find(_TB_HEAD, 1, 160)) > 0 and not s[:i].isspace()
-                  and classify(s) is None):
+                s = s[m.end() :]
+            elif (
+                self._tb.block is None
+                and (i := s.find(_TB_HEAD, 1, 160)) > 0
+                and not s[:i].isspace()
+                and classify(s) is None
+            ):
                 self._prefix = learn_prefix(s[:i])  # an unknown wrapper in front of a traceback: learn it from there
                 s = s[i:]
             if s is not line and s[:1] == "[" and parse_header(s) is not None:

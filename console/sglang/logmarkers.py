@@ -15,7 +15,11 @@ FRAGMENT = "fragment"
 
 _RANK_DEAD = re.compile(r"Rank \d+ scheduler is dead")
 _CRASH_STARTS = ("Received sigquit", "SIGQUIT received", "Exit code:")
-_ABORT_STARTS = ("Fatal Python error", "terminate called after throwing", "terminate called without an active exception")
+_ABORT_STARTS = (
+    "Fatal Python error",
+    "terminate called after throwing",
+    "terminate called without an active exception",
+)
 
 
 def classify(msg: str, *, in_block: bool = False) -> str | None:
@@ -33,8 +37,12 @@ def classify(msg: str, *, in_block: bool = False) -> str | None:
         if c == "E":
             if msg.startswith("Exception raised from "):
                 return FRAGMENT
-            if (msg.startswith("Exception in ") and len(msg) < 80 and msg.rstrip().endswith(":")
-                    and not msg.startswith("Exception in thread")):
+            if (
+                msg.startswith("Exception in ")
+                and len(msg) < 80
+                and msg.rstrip().endswith(":")
+                and not msg.startswith("Exception in thread")
+            ):
                 return OWN_BLOCK  # 0.1-0.3: "Exception in run_tp_server:", "Exception in ControllerSingle:"
     elif c == "F" or c == "t":
         if msg.startswith(_ABORT_STARTS):

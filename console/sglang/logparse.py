@@ -100,7 +100,9 @@ class LogParser(StartupLines, BareLines):
         for line in lines:
             self._line(line)
 
-    def mark_exit(self, exit_status: int | None = None, signal: int | str | None = None, *, stop_requested: bool = False) -> None:
+    def mark_exit(
+        self, exit_status: int | None = None, signal: int | str | None = None, *, stop_requested: bool = False
+    ) -> None:
         """The process ended (from the caller's process facts): settle the phase. `signal`: 9, "KILL" or "SIGKILL"."""
         sig = signal_number(signal)
         self.exit_status, self.exit_signal = exit_status, sig
@@ -111,8 +113,13 @@ class LogParser(StartupLines, BareLines):
             self._set_terminal(Phase.STOPPED, "stop requested" if stop_requested else "exited with status 0")
             return
         if self._tb.crash is None:
-            what = (f"signal {sig}" if sig is not None else f"exit status {exit_status}" if exit_status is not None
-                    else "no exit status")  # never 'exit status None'
+            what = (
+                f"signal {sig}"
+                if sig is not None
+                else f"exit status {exit_status}"
+                if exit_status is not None
+                else "no exit status"
+            )  # never 'exit status None'
             self._tb.crash = pending or CrashInfo(f"process ended ({what})", self.ts, phase_at_crash=self.phase)
         self._set_terminal(Phase.CRASHED)
 
@@ -127,12 +134,12 @@ class LogParser(StartupLines, BareLines):
                 self._bare(line)
                 return
             if hdr.start:
-                pre = line[:hdr.start]
+                pre = line[: hdr.start]
                 if "%|" in pre or "% Completed" in pre:
                     self._bar(pre)
                 elif self._prefix is None or not self._prefix.match(pre):
                     self._prefix = learn_prefix(pre)
-        msg = line[hdr.end:]
+        msg = line[hdr.end :]
         self.sglang_lines += 1
         if hdr.ts is not None:
             self.ts = hdr.ts
@@ -238,8 +245,11 @@ class LogParser(StartupLines, BareLines):
 
     def _batch_seen(self, decode: bool) -> None:
         h = self._http
-        if h is not Phase.SERVING and (h.order >= Phase.READY.order or (not self.ranks and h is Phase.LAUNCHING)
-                                       or (h is Phase.WARMING and (decode or self._posts >= 2))):
+        if h is not Phase.SERVING and (
+            h.order >= Phase.READY.order
+            or (not self.ranks and h is Phase.LAUNCHING)
+            or (h is Phase.WARMING and (decode or self._posts >= 2))
+        ):
             self._set_http(Phase.SERVING)
         self._tb.progress()
 
@@ -335,14 +345,30 @@ class LogParser(StartupLines, BareLines):
         timeline = dict(self.timeline)
         if self._seg_name is not None and self._seg_start is not None and self.ts is not None and phase is self.phase:
             timeline[self._seg_name] = round(timeline.get(self._seg_name, 0.0) + self.ts - self._seg_start, 3)
-        cold = round(self.ready_ts - self.first_ts, 3) if self.ready_ts is not None and self.first_ts is not None else None
+        cold = (
+            round(self.ready_ts - self.first_ts, 3) if self.ready_ts is not None and self.first_ts is not None else None
+        )
         return LogSummary(
-            phase=phase, draft=self.draft and crash is None, ranks=copy.deepcopy(self.ranks),
-            shards=copy.copy(self.shards), draft_shards=copy.copy(self.draft_shards), graphs=copy.copy(self.graphs),
-            graph_bs=self.graph_bs, facts=copy.deepcopy(self.facts), stats=copy.deepcopy(self.stats),
-            timeline=timeline, cold_start_s=cold, crashed=crash is not None, crash=copy.deepcopy(crash),
-            stopped_reason=self.stopped_reason if phase is Phase.STOPPED else None, errors=list(self.errors),
-            events=list(self.events), lines=self.lines, first_ts=self.first_ts, last_ts=self.ts, tail=list(self.tail),
+            phase=phase,
+            draft=self.draft and crash is None,
+            ranks=copy.deepcopy(self.ranks),
+            shards=copy.copy(self.shards),
+            draft_shards=copy.copy(self.draft_shards),
+            graphs=copy.copy(self.graphs),
+            graph_bs=self.graph_bs,
+            facts=copy.deepcopy(self.facts),
+            stats=copy.deepcopy(self.stats),
+            timeline=timeline,
+            cold_start_s=cold,
+            crashed=crash is not None,
+            crash=copy.deepcopy(crash),
+            stopped_reason=self.stopped_reason if phase is Phase.STOPPED else None,
+            errors=list(self.errors),
+            events=list(self.events),
+            lines=self.lines,
+            first_ts=self.first_ts,
+            last_ts=self.ts,
+            tail=list(self.tail),
             sglang_lines=self.sglang_lines,
         )
 

@@ -110,8 +110,10 @@ class LineSplitter:
 # --- the SGLang record header: "[2025-01-01 12:00:00(.123)( DP0)( PP0)( TP3)( EP1)] message" -------------
 
 _HDR = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?((?: [A-Z][A-Z_]*\d+)*)\] ?")
-_HDR_ANY = re.compile(r"\[(?:(\d{4})-)?(?:(\d\d)-(\d\d) )?(\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?((?: [A-Z][A-Z_]*\d+)*)\] ?"
-                      r"|\[gpu_id=(\d+)\] ?")
+_HDR_ANY = re.compile(
+    r"\[(?:(\d{4})-)?(?:(\d\d)-(\d\d) )?(\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?((?: [A-Z][A-Z_]*\d+)*)\] ?"
+    r"|\[gpu_id=(\d+)\] ?"
+)
 """Every header SGLang has printed: `[2025-02-17 10:13:46 TP4]`, `[02-17 10:13:46]` (no year), `[10:13:46 TP0]`
 (0.2/0.3: time only), `[gpu_id=0]` (0.1: no time). A missing year counts as 2000, a missing date as 1970-01-01."""
 _RANK = re.compile(r"([A-Z][A-Z_]*?)(\d+)")
@@ -182,8 +184,11 @@ def parse_header(line: str) -> Header | None:
     y, mo, d, h, mi, s, frac, ranks, gpu = m.groups()
     if gpu is not None:
         return Header(None, f"TP{gpu}", m.end(), m.start())
-    ts = float(_epoch(int(y) if y else (2000 if mo else 1970), int(mo) if mo else 1, int(d) if d else 1,
-                      int(h), int(mi), int(s)))
+    ts = float(
+        _epoch(
+            int(y) if y else (2000 if mo else 1970), int(mo) if mo else 1, int(d) if d else 1, int(h), int(mi), int(s)
+        )
+    )
     if frac:
         ts += int(frac) / 10 ** len(frac)
     return Header(ts, ranks.strip() if ranks else "", m.end(), m.start())
@@ -205,9 +210,11 @@ _WRAPPER = re.compile(
     r"|\[rank\d+\]: ?"  # torchrun per-rank prefix
     r"|[^\[\]]{0,40}\[\d+,\d+\]<std(?:out|err)>: ?"  # mpirun --tag-output
 )
-_PYLOG = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))? "
-                    r"(?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] [\w.]+: |(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: "
-                    r"|- [\w.]+ - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - )")
+_PYLOG = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))? "
+    r"(?:\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] [\w.]+: |(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: "
+    r"|- [\w.]+ - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - )"
+)
 """A Python logging format (SGLANG_LOGGING_CONFIG_PATH, an embedding app): `2026-06-07 10:59:31,659 [INFO] name: msg`."""
 
 
@@ -221,16 +228,16 @@ def unwrap(line: str) -> tuple[str, float | None] | None:
     if c == "[" or c == "(" or (c.isdigit() and line[4:5] == "-"):
         m = _WRAPPER.match(line)
         if m is not None and m.end() < len(line):
-            return line[m.end():], None
+            return line[m.end() :], None
         m = _PYLOG.match(line) if c.isdigit() else None
         if m is not None:
             y, mo, d, h, mi, s, frac = m.groups()
             ts = float(_epoch(int(y), int(mo), int(d), int(h), int(mi), int(s)))
-            return line[m.end():], ts + (int(frac) / 10 ** len(frac) if frac else 0.0)
+            return line[m.end() :], ts + (int(frac) / 10 ** len(frac) if frac else 0.0)
     elif c.isalpha() and "]<std" in line[:64]:
         m = _WRAPPER.match(line)
         if m is not None:
-            return line[m.end():], None
+            return line[m.end() :], None
     return None
 
 
@@ -246,11 +253,12 @@ def learn_prefix(prefix: str) -> re.Pattern[str] | None:
 
 
 def split_ranks(ranks: str) -> dict[str, int]:
-    """"DP1 PP0 TP3" -> {"DP": 1, "PP": 0, "TP": 3}."""
+    """ "DP1 PP0 TP3" -> {"DP": 1, "PP": 0, "TP": 3}."""
     return {k: int(v) for k, v in _RANK.findall(ranks)}
 
 
 # --- "key: value" pairs of batch lines ---------------------------------------------------------------
+
 
 def parse_pairs(msg: str) -> dict[str, str]:
     """`Decode batch, #running-req: 1, token usage: 0.05, cuda graph: True, ...` -> {key: value}.
@@ -264,11 +272,11 @@ def parse_pairs(msg: str) -> dict[str, str]:
     if i >= 0:  # old wording: "Prefill batch. #new-seq: 1"
         k = first[:i]
         j = k.rfind(". ")
-        out[k[j + 2:] if j >= 0 else k] = first[i + 2:]
+        out[k[j + 2 :] if j >= 0 else k] = first[i + 2 :]
     for part in parts[1:]:
         i = part.rfind(": ")
         if i > 0:
-            out[part[:i]] = part[i + 2:]
+            out[part[:i]] = part[i + 2 :]
     return out
 
 

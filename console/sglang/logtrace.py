@@ -78,8 +78,11 @@ class Tracebacks:
 
     def context(self, own: list[str], ts: float | None, but: str = "") -> list[str]:
         """The recent error lines that are not the crash's own and were printed close before it."""
-        return [x for x, t in self.recent
-                if x not in own and x != but and (t is None or ts is None or 0.0 <= ts - t <= CONTEXT_S)]
+        return [
+            x
+            for x, t in self.recent
+            if x not in own and x != but and (t is None or ts is None or 0.0 <= ts - t <= CONTEXT_S)
+        ]
 
     def close(self) -> None:
         b, self.block = self.block, None
@@ -101,8 +104,11 @@ class Tracebacks:
     def pending(self) -> CrashInfo | None:
         """A traceback or abort that nothing after it contradicts: the log stopped on it."""
         b = self.block if self.block is not None and self.block.fatal else None
-        if b is not None and (b.abort or (b.exception_lines and not b.exception_lines[-1].startswith("KeyboardInterrupt"))
-                              or (self.eof and _is_traceback(b))):
+        if b is not None and (
+            b.abort
+            or (b.exception_lines and not b.exception_lines[-1].startswith("KeyboardInterrupt"))
+            or (self.eof and _is_traceback(b))
+        ):
             return self._with_context(b)
         lb = self.last
         if lb is not None and lb.exception_lines and lb.exception_lines[-1].startswith("KeyboardInterrupt"):

@@ -59,7 +59,12 @@ class Phase(StrEnum):
 _ORDER = {p: i for i, p in enumerate(Phase)}
 
 STARTUP_PHASES: tuple[Phase, ...] = (
-    Phase.LAUNCHING, Phase.LOADING_WEIGHTS, Phase.KV_CACHE, Phase.CUDA_GRAPH, Phase.WARMING, Phase.READY,
+    Phase.LAUNCHING,
+    Phase.LOADING_WEIGHTS,
+    Phase.KV_CACHE,
+    Phase.CUDA_GRAPH,
+    Phase.WARMING,
+    Phase.READY,
 )
 """The phases of a cold start, in order, ready included (the timeline's keys)."""
 

@@ -59,8 +59,11 @@ def validation_command(plan: LaunchPlan) -> str:
     placeholder (argument validation does not depend on either)."""
     public = bool(plan.public_argv)
     env = plan.public_env if public else plan.env
-    args = [*plan.public_argv[3:], *(w for k in plan.secret_args for w in (f"--{k}", "dflash-redacted"))] \
-        if public else plan.sglang_args
+    args = (
+        [*plan.public_argv[3:], *(w for k in plan.secret_args for w in (f"--{k}", "dflash-redacted"))]
+        if public
+        else plan.sglang_args
+    )
     env_words = [f"{k}={v}" for k, v in env.items()]
     py = shell_path(plan.python) if plan.python.startswith("~") else shlex.quote(plan.python)
     head = f"env {shlex.join(env_words)} " if env_words else ""
@@ -73,7 +76,9 @@ def validation_commands(fleet: Fleet, preset: str) -> list[str]:
     return [validation_command(plans[0])] if plans else []
 
 
-_ADJUST = re.compile(r"adjusted to|is reset to|is disabled because|deprecated|Warning:|is not compatible", re.IGNORECASE)
+_ADJUST = re.compile(
+    r"adjusted to|is reset to|is disabled because|deprecated|Warning:|is not compatible", re.IGNORECASE
+)
 _ARGPARSE = re.compile(r"^[\w./ -]+: error: (.+)$", re.MULTILINE)
 
 
@@ -83,7 +88,7 @@ def findings_from_result(preset: str, exit_status: int | None, stdout: str, stde
     for line in stdout.splitlines():
         if line.startswith(MARK):
             try:
-                result = hostjson.loads(line[len(MARK):], "the validator's report")
+                result = hostjson.loads(line[len(MARK) :], "the validator's report")
             except hostjson.HostJsonError:
                 result = None
             if not isinstance(result, dict):
@@ -102,14 +107,32 @@ def findings_from_result(preset: str, exit_status: int | None, stdout: str, stde
     if kind == "SystemExit":
         errs = _ARGPARSE.findall(stderr)
         err = errs[-1] if errs else (result.get("message") or f"argparse exited {result.get('code')}")
-        return [Finding(RULE, "error", preset, f"SGLang rejected the arguments: {err}", fix="fix the flag in the preset's args"),
-                *warnings]
+        return [
+            Finding(
+                RULE, "error", preset, f"SGLang rejected the arguments: {err}", fix="fix the flag in the preset's args"
+            ),
+            *warnings,
+        ]
     message = result.get("message") or ""
     if kind == "ModuleNotFoundError" and "sglang" in message:
-        return [Finding(RULE, "error", preset, f"{kind}: {message}: SGLang is not installed for the preset's python",
-                        fix="point the host's/preset's `python` at the SGLang venv")]
-    text = f"{kind}: {message}" if message else f"{kind} (no message) at {result.get('where', '?')}: {result.get('code_line', '').strip()}"
-    return [Finding(RULE, "error", preset, f"SGLang's validation failed: {text}", fix=_fix_for(kind, message, result)), *warnings]
+        return [
+            Finding(
+                RULE,
+                "error",
+                preset,
+                f"{kind}: {message}: SGLang is not installed for the preset's python",
+                fix="point the host's/preset's `python` at the SGLang venv",
+            )
+        ]
+    text = (
+        f"{kind}: {message}"
+        if message
+        else f"{kind} (no message) at {result.get('where', '?')}: {result.get('code_line', '').strip()}"
+    )
+    return [
+        Finding(RULE, "error", preset, f"SGLang's validation failed: {text}", fix=_fix_for(kind, message, result)),
+        *warnings,
+    ]
 
 
 def _fix_for(kind: str, message: str, result: dict[str, object]) -> str:

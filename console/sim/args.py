@@ -15,15 +15,73 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REASONING_PARSERS = ["deepseek-r1", "deepseek-v3", "glm45", "hunyuan", "gpt-oss", "kimi", "kimi_k2", "mimo", "qwen3",
-                     "qwen3-thinking", "minimax", "minimax-append-think", "step3", "step3p5", "mistral", "nemotron_3",
-                     "interns1", "gemma4"]
-TOOL_CALL_PARSERS = ["deepseekv3", "deepseekv31", "deepseekv32", "glm", "glm45", "glm47", "gpt-oss", "kimi_k2", "lfm2",
-                     "llama3", "mimo", "mistral", "pythonic", "qwen", "qwen25", "qwen3_coder", "step3", "step3p5",
-                     "minimax-m2", "trinity", "interns1", "hermes", "hunyuan", "gigachat3", "gemma4"]
+REASONING_PARSERS = [
+    "deepseek-r1",
+    "deepseek-v3",
+    "glm45",
+    "hunyuan",
+    "gpt-oss",
+    "kimi",
+    "kimi_k2",
+    "mimo",
+    "qwen3",
+    "qwen3-thinking",
+    "minimax",
+    "minimax-append-think",
+    "step3",
+    "step3p5",
+    "mistral",
+    "nemotron_3",
+    "interns1",
+    "gemma4",
+]
+TOOL_CALL_PARSERS = [
+    "deepseekv3",
+    "deepseekv31",
+    "deepseekv32",
+    "glm",
+    "glm45",
+    "glm47",
+    "gpt-oss",
+    "kimi_k2",
+    "lfm2",
+    "llama3",
+    "mimo",
+    "mistral",
+    "pythonic",
+    "qwen",
+    "qwen25",
+    "qwen3_coder",
+    "step3",
+    "step3p5",
+    "minimax-m2",
+    "trinity",
+    "interns1",
+    "hermes",
+    "hunyuan",
+    "gigachat3",
+    "gemma4",
+]
 SPEC_ALGOS = ["DFLASH", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
-ATTN_BACKENDS = ["triton", "torch_native", "flex_attention", "nsa", "cutlass_mla", "fa3", "fa4", "flashinfer", "flashmla",
-                 "trtllm_mla", "trtllm_mha", "dual_chunk_flash_attn", "aiter", "wave", "intel_amx", "ascend", "intel_xpu"]
+ATTN_BACKENDS = [
+    "triton",
+    "torch_native",
+    "flex_attention",
+    "nsa",
+    "cutlass_mla",
+    "fa3",
+    "fa4",
+    "flashinfer",
+    "flashmla",
+    "trtllm_mla",
+    "trtllm_mha",
+    "dual_chunk_flash_attn",
+    "aiter",
+    "wave",
+    "intel_amx",
+    "ascend",
+    "intel_xpu",
+]
 MAMBA_STRATEGIES = ["auto", "no_buffer", "extra_buffer"]
 EAGLE_FAMILY = ("EAGLE", "EAGLE3")
 
@@ -114,8 +172,9 @@ class ServerArgs:
             _resolve(self)
 
     def check_server_args(self) -> None:
-        assert self.served_model_name is None or ":" not in self.served_model_name, \
+        assert self.served_model_name is None or ":" not in self.served_model_name, (
             "served_model_name cannot contain a colon (:)"
+        )
 
 
 def _add(p: argparse.ArgumentParser, *names: str, **kw: Any) -> None:
@@ -141,7 +200,9 @@ def build_parser(version: str | None = None) -> argparse.ArgumentParser:
     _add(p, "--served-model-name")
     _add(p, "--trust-remote-code", action="store_true")
     _add(p, "--dtype", default="auto", choices=["auto", "half", "float16", "bfloat16", "float", "float32"])
-    _add(p, "--kv-cache-dtype", default="auto", choices=["auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1"])
+    _add(
+        p, "--kv-cache-dtype", default="auto", choices=["auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1"]
+    )
     _add(p, "--quantization")
     _add(p, "--load-format", default="auto")
     _add(p, "--model-loader-extra-config", default="{}")
@@ -227,11 +288,15 @@ def _load_model_config(path: str) -> dict[str, Any]:
     p = Path(path).expanduser()
     cfg = p / "config.json"
     if not p.is_dir():
-        raise OSError(f"Incorrect path_or_model_id: '{path}'. Please provide either the path to a local folder or "
-                      "the repo_id of a model on the Hub.")
+        raise OSError(
+            f"Incorrect path_or_model_id: '{path}'. Please provide either the path to a local folder or "
+            "the repo_id of a model on the Hub."
+        )
     if not cfg.is_file():
-        raise OSError(f"{path} does not appear to have a file named config.json. Checkout "
-                      f"'https://huggingface.co/{path}/tree/None' for available files.")
+        raise OSError(
+            f"{path} does not appear to have a file named config.json. Checkout "
+            f"'https://huggingface.co/{path}/tree/None' for available files."
+        )
     return json.loads(cfg.read_text())
 
 
@@ -254,9 +319,17 @@ def _resolve(a: ServerArgs) -> None:
         a.chunked_prefill_size = 2048 if gpu_gib < 35 else 4096 if gpu_gib < 60 else 8192 if gpu_gib < 90 else 16384
     if a.cuda_graph_max_bs is None:
         small = a.tp_size < 4
-        a.cuda_graph_max_bs = (8 if gpu_gib < 20 else (24 if small else 80) if gpu_gib < 35 else
-                               (32 if small else 160) if gpu_gib < 60 else (256 if small else 512) if gpu_gib < 160
-                               else 512)
+        a.cuda_graph_max_bs = (
+            8
+            if gpu_gib < 20
+            else (24 if small else 80)
+            if gpu_gib < 35
+            else (32 if small else 160)
+            if gpu_gib < 60
+            else (256 if small else 512)
+            if gpu_gib < 160
+            else 512
+        )
     if a.attention_backend is None:
         a.attention_backend = "flashinfer"
         a.notes.append(f"Attention backend not specified. Use {a.attention_backend} backend by default.")
@@ -275,8 +348,12 @@ def default_mem_fraction(a: ServerArgs) -> float:
     """`round((gpu_mem - reserved_mem)/gpu_mem, 3)` with SGLang's reserved_mem formula (reference §5.2)."""
     if not a.gpu_mem_mib:
         return 0.88
-    reserved = 512 + max(a.chunked_prefill_size or 2048, 2048) * 1.5 + (a.cuda_graph_max_bs or 160) * 2 \
+    reserved = (
+        512
+        + max(a.chunked_prefill_size or 2048, 2048) * 1.5
+        + (a.cuda_graph_max_bs or 160) * 2
         + a.tp_size * a.pp_size / 8 * 1024
+    )
     if a.gpu_mem_mib > 60 * 1024:
         reserved = max(reserved, 10240)
     if a.speculative_algorithm in EAGLE_FAMILY:
@@ -292,16 +369,21 @@ def _handle_speculative(a: ServerArgs) -> None:
     if a.speculative_algorithm in ("EAGLE", "EAGLE3", "STANDALONE"):
         if a.max_running_requests is None:
             a.max_running_requests = 48
-            a.notes.append("Max running requests is reset to 48 for speculative decoding. You can override this by "
-                           "explicitly setting --max-running-requests.")
+            a.notes.append(
+                "Max running requests is reset to 48 for speculative decoding. You can override this by "
+                "explicitly setting --max-running-requests."
+            )
         if a.speculative_eagle_topk is not None and a.speculative_eagle_topk > 1:
             a.disable_overlap_schedule = True
-            a.notes.append("Spec v1 is used for eagle/eagle3/standalone speculative decoding because spec v2 currently "
-                           "only supports topk = 1.")
+            a.notes.append(
+                "Spec v1 is used for eagle/eagle3/standalone speculative decoding because spec v2 currently "
+                "only supports topk = 1."
+            )
         elif os.environ.get("SGLANG_ENABLE_SPEC_V2", "1").lower() in ("0", "false"):
             a.disable_overlap_schedule = True
-            a.notes.append("Spec v1 is used for eagle/eagle3/standalone speculative decoding because "
-                           "SGLANG_ENABLE_SPEC_V2=False.")
+            a.notes.append(
+                "Spec v1 is used for eagle/eagle3/standalone speculative decoding because SGLANG_ENABLE_SPEC_V2=False."
+            )
         else:
             a.notes.append("Spec v2 is enabled by default for eagle/eagle3/standalone speculative decoding.")
         if a.enable_mixed_chunk:
@@ -311,18 +393,22 @@ def _handle_speculative(a: ServerArgs) -> None:
         if a.speculative_num_steps is None:
             assert a.speculative_eagle_topk is None and a.speculative_num_draft_tokens is None
             arch = (a.model_config.get("architectures") or [""])[0]
-            a.speculative_num_steps, a.speculative_eagle_topk, a.speculative_num_draft_tokens = \
+            a.speculative_num_steps, a.speculative_eagle_topk, a.speculative_num_draft_tokens = (
                 (5, 4, 8) if arch == "LlamaForCausalLM" else (3, 1, 4)
+            )
         if a.attention_backend == "trtllm_mha" and a.speculative_eagle_topk > 1:  # type: ignore[operator]
             raise ValueError("trtllm_mha backend only supports topk = 1 for speculative decoding.")
         if a.speculative_eagle_topk == 1 and a.speculative_num_draft_tokens != a.speculative_num_steps + 1:
-            a.notes.append("speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when "
-                           "speculative_eagle_topk == 1")
+            a.notes.append(
+                "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1"
+            )
             a.speculative_num_draft_tokens = a.speculative_num_steps + 1
         if a.speculative_eagle_topk > 1 and a.page_size > 1 and a.attention_backend not in ("flashinfer", "fa3"):  # type: ignore[operator]
-            raise ValueError("speculative_eagle_topk > 1 with page_size > 1 is unstable and produces incorrect results "
-                             "for paged attention backends. This combination is only supported for the 'flashinfer' "
-                             "backend.")
+            raise ValueError(
+                "speculative_eagle_topk > 1 with page_size > 1 is unstable and produces incorrect results "
+                "for paged attention backends. This combination is only supported for the 'flashinfer' "
+                "backend."
+            )
 
 
 def _handle_mamba(a: ServerArgs) -> None:
@@ -330,15 +416,20 @@ def _handle_mamba(a: ServerArgs) -> None:
     if strategy == "auto":
         strategy = "no_buffer"
     if strategy == "extra_buffer" and a.disable_radix_cache:
-        raise ValueError("--mamba-scheduler-strategy extra_buffer requires radix cache; do not set --disable-radix-cache.")
+        raise ValueError(
+            "--mamba-scheduler-strategy extra_buffer requires radix cache; do not set --disable-radix-cache."
+        )
     if a.speculative_algorithm is not None and strategy == "no_buffer" and not a.disable_radix_cache:
         arch = (a.model_config.get("architectures") or ["?"])[0]
-        raise ValueError(f"Speculative decoding for {arch} is not compatible with radix cache when using "
-                         "--mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please "
-                         "use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.")
+        raise ValueError(
+            f"Speculative decoding for {arch} is not compatible with radix cache when using "
+            "--mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please "
+            "use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."
+        )
     if strategy == "extra_buffer" and a.speculative_num_draft_tokens:
-        assert a.mamba_track_interval >= a.speculative_num_draft_tokens, \
+        assert a.mamba_track_interval >= a.speculative_num_draft_tokens, (
             f"mamba_track_interval {a.mamba_track_interval} must be >= speculative_num_draft_tokens"
+        )
     a.mamba_scheduler_strategy = strategy
 
 
@@ -379,7 +470,7 @@ def merge_config(argv: list[str], parser: argparse.ArgumentParser | None = None)
             words += [f"--{key}", *(str(v) for v in value)] if value else []
         else:
             words += [f"--{key}", str(value)]
-    return words + argv[:i] + argv[i + 2:]
+    return words + argv[:i] + argv[i + 2 :]
 
 
 def prepare_server_args(argv: list[str]) -> ServerArgs:

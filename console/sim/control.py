@@ -52,8 +52,11 @@ def hold_vram(host_dir: str | Path, gpu: int, mib: int, name: str = "python3"): 
     import subprocess
     import sys
 
-    p = subprocess.Popen([sys.executable, "-m", "console.sim.hog", str(host_dir), str(gpu), str(mib), name],
-                         stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "console.sim.hog", str(host_dir), str(gpu), str(mib), name],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout is not None
     p.stdout.readline()
     return p

@@ -19,11 +19,66 @@ from dataclasses import dataclass, field
 
 from console.sim import logs
 
-WORDS = ("The", " answer", " is", " simple", ":", " the", " system", " scales", " with", " load", ",", " and", " each",
-         " request", " shares", " the", " GPU", " fairly", ".", " Tokens", " stream", " back", " as", " they", " are",
-         " decoded", ";", " latency", " grows", " when", " the", " batch", " fills", " up", ".")
-THINK = (" Let", " me", " think", " about", " this", " step", " by", " step", ".", " First", ",", " consider", " the",
-         " question", " carefully", ".", " Then", " check", " the", " details", ".")
+WORDS = (
+    "The",
+    " answer",
+    " is",
+    " simple",
+    ":",
+    " the",
+    " system",
+    " scales",
+    " with",
+    " load",
+    ",",
+    " and",
+    " each",
+    " request",
+    " shares",
+    " the",
+    " GPU",
+    " fairly",
+    ".",
+    " Tokens",
+    " stream",
+    " back",
+    " as",
+    " they",
+    " are",
+    " decoded",
+    ";",
+    " latency",
+    " grows",
+    " when",
+    " the",
+    " batch",
+    " fills",
+    " up",
+    ".",
+)
+THINK = (
+    " Let",
+    " me",
+    " think",
+    " about",
+    " this",
+    " step",
+    " by",
+    " step",
+    ".",
+    " First",
+    ",",
+    " consider",
+    " the",
+    " question",
+    " carefully",
+    ".",
+    " Then",
+    " check",
+    " the",
+    " details",
+    ".",
+)
 
 
 @dataclass
@@ -59,9 +114,21 @@ class Request:
 class Engine:
     """Admits, prefills and decodes requests; see the module docstring for the timing formula."""
 
-    def __init__(self, *, peak_per_gpu: float, tp: int, half: float, max_running: int, max_tokens: int,
-                 prefix: str, hybrid: bool, mamba_slots: int, accept_len: float = 1.0, draft_tokens: int = 1,
-                 log_interval: int = 40) -> None:
+    def __init__(
+        self,
+        *,
+        peak_per_gpu: float,
+        tp: int,
+        half: float,
+        max_running: int,
+        max_tokens: int,
+        prefix: str,
+        hybrid: bool,
+        mamba_slots: int,
+        accept_len: float = 1.0,
+        draft_tokens: int = 1,
+        log_interval: int = 40,
+    ) -> None:
         self.peak_per_gpu, self.tp, self.half = peak_per_gpu, tp, half
         self.max_running, self.max_tokens, self.prefix = max_running, max(1, max_tokens), prefix
         self.hybrid, self.mamba_slots = hybrid, max(1, mamba_slots)
@@ -106,8 +173,14 @@ class Engine:
         u = used / self.max_tokens
         if self.hybrid:
             m = len(self.running) / self.mamba_slots
-            return (f"#full token: {used}, full token usage: {u:.2f}, mamba num: {len(self.running)}, "
-                    f"mamba usage: {m:.2f}, ") if decode else f"full token usage: {u:.2f}, mamba usage: {m:.2f}, "
+            return (
+                (
+                    f"#full token: {used}, full token usage: {u:.2f}, mamba num: {len(self.running)}, "
+                    f"mamba usage: {m:.2f}, "
+                )
+                if decode
+                else f"full token usage: {u:.2f}, mamba usage: {m:.2f}, "
+            )
         return f"#token: {used}, token usage: {u:.2f}, " if decode else f"token usage: {u:.2f}, "
 
     def _admit(self) -> list[Request]:
@@ -134,10 +207,13 @@ class Engine:
                 self.running += new
                 self.counters["prompt_tokens"] += n_tok
                 thr = n_tok / max(1e-6, time.perf_counter() - t0)
-                logs.line(f"Prefill batch, #new-seq: {len(new)}, #new-token: {n_tok}, #cached-token: 0, "
-                          f"{self.usage_fragment(False)}#running-req: {len(self.running) - len(new)}, "
-                          f"#queue-req: {len(self.waiting)}, #pending-token: 0, cuda graph: False, "
-                          f"input throughput (token/s): {thr:.2f}", self.prefix)
+                logs.line(
+                    f"Prefill batch, #new-seq: {len(new)}, #new-token: {n_tok}, #cached-token: 0, "
+                    f"{self.usage_fragment(False)}#running-req: {len(self.running) - len(new)}, "
+                    f"#queue-req: {len(self.waiting)}, #pending-token: 0, cuda graph: False, "
+                    f"input throughput (token/s): {thr:.2f}",
+                    self.prefix,
+                )
                 deadline = time.perf_counter()
             if not self.running:
                 self.wake.clear()
@@ -185,6 +261,8 @@ class Engine:
         if self.draft_tokens > 1:
             rate = (self.accept_len - 1) / (self.draft_tokens - 1)
             spec = f"accept len: {self.accept_len:.2f}, accept rate: {rate:.2f}, "
-        logs.line(f"Decode batch, #running-req: {len(self.running)}, {self.usage_fragment(True)}{spec}cuda graph: True, "
-                  f"gen throughput (token/s): {self.last_gen_throughput:.2f}, #queue-req: {len(self.waiting)}",
-                  self.prefix)
+        logs.line(
+            f"Decode batch, #running-req: {len(self.running)}, {self.usage_fragment(True)}{spec}cuda graph: True, "
+            f"gen throughput (token/s): {self.last_gen_throughput:.2f}, #queue-req: {len(self.waiting)}",
+            self.prefix,
+        )

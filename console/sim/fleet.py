@@ -23,12 +23,35 @@ from console.sim.spec import BLACKWELL8_SPEC, BLACKWELL_SPEC, CT129_SPEC, PRESET
 
 __all__ = ["BLACKWELL8_SPEC", "BLACKWELL_SPEC", "CT129_SPEC", "build_host", "hosts_toml", "sim_down", "sim_up"]
 
-_ARGS_GEN = ["--reasoning-parser", "qwen3", "--tool-call-parser", "qwen3_coder", "--mem-fraction-static", "0.80",
-             "--max-running-requests", "128", "--context-length", "8192", "--trust-remote-code",
-             "--mamba-scheduler-strategy", "extra_buffer"]
-_ARGS_MTP = ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "1", "--speculative-eagle-topk", "1",
-             "--speculative-num-draft-tokens", "2", "--mamba-scheduler-strategy", "extra_buffer",
-             "--reasoning-parser", "qwen3"]
+_ARGS_GEN = [
+    "--reasoning-parser",
+    "qwen3",
+    "--tool-call-parser",
+    "qwen3_coder",
+    "--mem-fraction-static",
+    "0.80",
+    "--max-running-requests",
+    "128",
+    "--context-length",
+    "8192",
+    "--trust-remote-code",
+    "--mamba-scheduler-strategy",
+    "extra_buffer",
+]
+_ARGS_MTP = [
+    "--speculative-algorithm",
+    "NEXTN",
+    "--speculative-num-steps",
+    "1",
+    "--speculative-eagle-topk",
+    "1",
+    "--speculative-num-draft-tokens",
+    "2",
+    "--mamba-scheduler-strategy",
+    "extra_buffer",
+    "--reasoning-parser",
+    "qwen3",
+]
 
 
 def _q(s: str) -> str:
@@ -43,35 +66,73 @@ def hosts_toml(dirs: dict[str, Path], specs: dict[str, SimHostSpec]) -> str:
     out = ["# Sim fleet written by `dflash-console sim up` (transport local; see console/sim/fleet.py).", ""]
     for name, d in dirs.items():
         s = specs[name]
-        out += [f"[hosts.{name}]", 'transport = "local"', f"python = {_q(str(d / 'venv/bin/python3'))}",
-                f"run_dir = {_q(str(d / 'run'))}", f"log_dir = {_q(str(d / 'logs'))}",
-                f"env = {{ PATH = {_q(str(d / 'bin') + ':/usr/local/bin:/usr/bin:/bin')} }}",
-                f"description = {_q(f'sim: {len(s.gpus)}x {s.gpus[0].name}, SGLang {s.sglang_version}')}", ""]
+        out += [
+            f"[hosts.{name}]",
+            'transport = "local"',
+            f"python = {_q(str(d / 'venv/bin/python3'))}",
+            f"run_dir = {_q(str(d / 'run'))}",
+            f"log_dir = {_q(str(d / 'logs'))}",
+            f"env = {{ PATH = {_q(str(d / 'bin') + ':/usr/local/bin:/usr/bin:/bin')} }}",
+            f"description = {_q(f'sim: {len(s.gpus)}x {s.gpus[0].name}, SGLang {s.sglang_version}')}",
+            "",
+        ]
     if "ct129" in dirs:
         d = dirs["ct129"]
-        out += ["[presets.qwen36-mtp]", 'description = "Qwen3.6-27B, TP=2, MTP speculative decoding (NEXTN)"',
-                'host = "ct129"', "gpus = [0, 1]", "tp = 2", f"model = {_q(str(d / 'models/Qwen3.6-27B'))}",
-                "port = 30000", 'env = { SGLANG_ENABLE_SPEC_V2 = "1" }', f"args = {_arr(_ARGS_MTP)}", ""]
+        out += [
+            "[presets.qwen36-mtp]",
+            'description = "Qwen3.6-27B, TP=2, MTP speculative decoding (NEXTN)"',
+            'host = "ct129"',
+            "gpus = [0, 1]",
+            "tp = 2",
+            f"model = {_q(str(d / 'models/Qwen3.6-27B'))}",
+            "port = 30000",
+            'env = { SGLANG_ENABLE_SPEC_V2 = "1" }',
+            f"args = {_arr(_ARGS_MTP)}",
+            "",
+        ]
     for bw in ("blackwell", "blackwell8"):
         if bw not in dirs:
             continue
         d, n = dirs[bw], len(specs[bw].gpus)
         base = 31000 if bw == "blackwell" else 32000
         sfx = "" if bw == "blackwell" else "-8"
-        out += [f"[presets.qwen36-gen{sfx}]",
-                f'description = "Qwen3.6-27B generation fleet: one TP=1 server per GPU on ports {base}..{base + n - 1}"',
-                f'host = "{bw}"', f"gpus = {list(range(n))}", "tp = 1", f"model = {_q(str(d / 'models/Qwen3.6-27B'))}",
-                f"port = {base}", 'bind = "0.0.0.0"', f"args = {_arr(_ARGS_GEN)}", "",
-                f"[presets.qwen36-bench{sfx}]", f'description = "Qwen3.6-27B on {bw} GPU 0 only, for concurrency sweeps"',
-                f'host = "{bw}"', "gpus = [0]", f"model = {_q(str(d / 'models/Qwen3.6-27B'))}", f"port = {base}",
-                'bind = "0.0.0.0"', f"args = {_arr(_ARGS_GEN)}", "",
-                f"[routers.gen{sfx}]", f'description = "SGLang router over the Qwen3.6-27B replicas on {bw} (qwen36-gen{sfx}, qwen36-bench{sfx})"',
-                f'host = "{bw}"', f'presets = ["qwen36-gen{sfx}", "qwen36-bench{sfx}"]', f"port = {base + 80}", 'policy = "round_robin"', ""]
+        out += [
+            f"[presets.qwen36-gen{sfx}]",
+            f'description = "Qwen3.6-27B generation fleet: one TP=1 server per GPU on ports {base}..{base + n - 1}"',
+            f'host = "{bw}"',
+            f"gpus = {list(range(n))}",
+            "tp = 1",
+            f"model = {_q(str(d / 'models/Qwen3.6-27B'))}",
+            f"port = {base}",
+            'bind = "0.0.0.0"',
+            f"args = {_arr(_ARGS_GEN)}",
+            "",
+            f"[presets.qwen36-bench{sfx}]",
+            f'description = "Qwen3.6-27B on {bw} GPU 0 only, for concurrency sweeps"',
+            f'host = "{bw}"',
+            "gpus = [0]",
+            f"model = {_q(str(d / 'models/Qwen3.6-27B'))}",
+            f"port = {base}",
+            'bind = "0.0.0.0"',
+            f"args = {_arr(_ARGS_GEN)}",
+            "",
+            f"[routers.gen{sfx}]",
+            f'description = "SGLang router over the Qwen3.6-27B replicas on {bw} (qwen36-gen{sfx}, qwen36-bench{sfx})"',
+            f'host = "{bw}"',
+            f'presets = ["qwen36-gen{sfx}", "qwen36-bench{sfx}"]',
+            f"port = {base + 80}",
+            'policy = "round_robin"',
+            "",
+        ]
     return "\n".join(out)
 
 
-def sim_up(dir: str | os.PathLike[str], hosts: list[str] | tuple[str, ...] = ("ct129", "blackwell"),
-           time_scale: float | None = None, specs: dict[str, SimHostSpec] | None = None) -> Path:
+def sim_up(
+    dir: str | os.PathLike[str],
+    hosts: list[str] | tuple[str, ...] = ("ct129", "blackwell"),
+    time_scale: float | None = None,
+    specs: dict[str, SimHostSpec] | None = None,
+) -> Path:
     """Build (or refresh) the host dirs under `dir` and write `dir/hosts.toml`; returns that path."""
     root = Path(dir).resolve()
     root.mkdir(parents=True, exist_ok=True)
@@ -125,8 +186,11 @@ def _router_groups(dir: str | os.PathLike[str]) -> list[int]:
 
 def sim_down(dir: str | os.PathLike[str], timeout: float = 5.0) -> int:
     """Stop every live sim process recorded in the hosts' state files (SIGTERM, then SIGKILL)."""
-    pids = sorted({int(e["pid"]) for h in host_dirs(dir) for e in state.snapshot(h).values()}
-                  | set(_pids_mentioning(Path(dir).resolve())) | set(_router_groups(dir)))
+    pids = sorted(
+        {int(e["pid"]) for h in host_dirs(dir) for e in state.snapshot(h).values()}
+        | set(_pids_mentioning(Path(dir).resolve()))
+        | set(_router_groups(dir))
+    )
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:

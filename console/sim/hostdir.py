@@ -26,12 +26,12 @@ _PKG: dict[str, str] = {
     "__init__.py": '"""SGLang (simulated by dflash-console)."""\n\n__version__ = "{version}"\n',
     "version.py": '__version__ = "{version}"\n',
     "launch_server.py": '"""Launch the (simulated) SGLang server."""\n\nif __name__ == "__main__":\n'
-                        '    from console.sim.server import main\n\n    main(__file__)\n',
+    "    from console.sim.server import main\n\n    main(__file__)\n",
     "bench_serving.py": '"""Benchmark online serving (simulated SGLang\'s bench_serving)."""\n\n'
-                        'if __name__ == "__main__":\n    from console.sim.bench import main\n\n    main()\n',
+    'if __name__ == "__main__":\n    from console.sim.bench import main\n\n    main()\n',
     "srt/__init__.py": "",
     "srt/server_args.py": '"""The server arguments (simulated SGLang)."""\n\n'
-                          "from console.sim.args import ServerArgs, prepare_server_args  # noqa: F401\n",
+    "from console.sim.args import ServerArgs, prepare_server_args  # noqa: F401\n",
 }
 
 
@@ -42,20 +42,24 @@ def _sh_wrapper(lines: list[str]) -> str:
 def python_wrapper(host_dir: Path) -> str:
     site = shlex.quote(str(host_dir / SITE))
     root = shlex.quote(str(REPO_ROOT))
-    return _sh_wrapper([
-        f"DFLASH_SIM_HOST_DIR={shlex.quote(str(host_dir))}; export DFLASH_SIM_HOST_DIR",
-        'DFLASH_SIM_PYTHON="$0"; export DFLASH_SIM_PYTHON',
-        f'PYTHONPATH={site}:{root}${{PYTHONPATH:+:$PYTHONPATH}}; export PYTHONPATH',
-        f'exec {shlex.quote(sys.executable)} "$@"',
-    ])
+    return _sh_wrapper(
+        [
+            f"DFLASH_SIM_HOST_DIR={shlex.quote(str(host_dir))}; export DFLASH_SIM_HOST_DIR",
+            'DFLASH_SIM_PYTHON="$0"; export DFLASH_SIM_PYTHON',
+            f"PYTHONPATH={site}:{root}${{PYTHONPATH:+:$PYTHONPATH}}; export PYTHONPATH",
+            f'exec {shlex.quote(sys.executable)} "$@"',
+        ]
+    )
 
 
 def nvsmi_wrapper(host_dir: Path) -> str:
     root = shlex.quote(str(REPO_ROOT))
-    return _sh_wrapper([
-        f'PYTHONPATH={root}${{PYTHONPATH:+:$PYTHONPATH}}; export PYTHONPATH',
-        f'exec {shlex.quote(sys.executable)} -m console.sim.nvsmi --host-dir {shlex.quote(str(host_dir))} "$@"',
-    ])
+    return _sh_wrapper(
+        [
+            f"PYTHONPATH={root}${{PYTHONPATH:+:$PYTHONPATH}}; export PYTHONPATH",
+            f'exec {shlex.quote(sys.executable)} -m console.sim.nvsmi --host-dir {shlex.quote(str(host_dir))} "$@"',
+        ]
+    )
 
 
 def _write(path: Path, text: str, mode: int | None = None) -> None:
@@ -80,8 +84,10 @@ def write_model(models_dir: Path, m: ModelSpec) -> Path:
         with open(f, "ab") as fh:
             fh.truncate(per + (extra if i == m.shards - 1 else 0))
         weight_map[f"model.layers.{i}.weight"] = f.name
-    _write(d / "model.safetensors.index.json",
-           json.dumps({"metadata": {"total_size": m.weight_bytes}, "weight_map": weight_map}, indent=1) + "\n")
+    _write(
+        d / "model.safetensors.index.json",
+        json.dumps({"metadata": {"total_size": m.weight_bytes}, "weight_map": weight_map}, indent=1) + "\n",
+    )
     return d
 
 
@@ -98,8 +104,10 @@ def build_host(host_dir: str | Path, spec: SimHostSpec) -> Path:
         _write(smi, nvsmi_wrapper(h), 0o755)
     for name in ("python", "python3", "python3.11"):
         _write(h / "venv" / "bin" / name, python_wrapper(h), 0o755)
-    _write(h / "venv" / "pyvenv.cfg", f"home = {Path(sys.executable).parent}\nversion = 3.11\n"
-           "include-system-site-packages = false\n")
+    _write(
+        h / "venv" / "pyvenv.cfg",
+        f"home = {Path(sys.executable).parent}\nversion = 3.11\ninclude-system-site-packages = false\n",
+    )
     for rel, text in _PKG.items():
         _write(h / SITE / "sglang" / rel, text.replace("{version}", spec.sglang_version))
     for m in spec.models:

@@ -93,31 +93,56 @@ class App:
             await _raw(send, 200, b"")
         elif path in ("/model_info", "/get_model_info"):
             if path == "/get_model_info":
-                logs.line("Endpoint '/get_model_info' is deprecated and will be removed in a future version. "
-                          "Please use '/model_info' instead.")
+                logs.line(
+                    "Endpoint '/get_model_info' is deprecated and will be removed in a future version. "
+                    "Please use '/model_info' instead."
+                )
             await _json(send, 200, self.model_info())
         elif path in ("/server_info", "/get_server_info"):
             if path == "/get_server_info":
-                logs.line("Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
-                          "Please use '/server_info' instead.")
+                logs.line(
+                    "Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
+                    "Please use '/server_info' instead."
+                )
             await _json(send, 200, self.server_info())
         elif path == "/v1/models":
-            await _json(send, 200, {"object": "list", "data": [{
-                "id": self.a.served_model_name, "object": "model", "created": int(time.time()), "owned_by": "sglang",
-                "root": self.a.served_model_name, "parent": None, "max_model_len": self.a.context_length}]})
+            await _json(
+                send,
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": self.a.served_model_name,
+                            "object": "model",
+                            "created": int(time.time()),
+                            "owned_by": "sglang",
+                            "root": self.a.served_model_name,
+                            "parent": None,
+                            "max_model_len": self.a.context_length,
+                        }
+                    ],
+                },
+            )
         elif path == "/v1/loads":
             await _json(send, 200, self.loads())
         elif path == "/metrics" and self.a.enable_metrics:
             await _raw(send, 200, self.metrics().encode(), b"text/plain; version=0.0.4; charset=utf-8")
         elif path == "/flush_cache" and method in ("GET", "POST"):
             if self.engine.running or self.engine.waiting:
-                logs.line(f"Cache not flushed because there are pending requests. #queue-req: "
-                          f"{len(self.engine.waiting)}, #running-req: {len(self.engine.running)}")
+                logs.line(
+                    f"Cache not flushed because there are pending requests. #queue-req: "
+                    f"{len(self.engine.waiting)}, #running-req: {len(self.engine.running)}"
+                )
                 await _raw(send, 400, b"Flush cache failed.\n")
             else:
                 logs.line("Cache flushed successfully!")
-                await _raw(send, 200, b"Cache flushed.\nPlease check backend logs for more details. (When there are "
-                           b"running or waiting requests, the operation will not be performed.)\n")
+                await _raw(
+                    send,
+                    200,
+                    b"Cache flushed.\nPlease check backend logs for more details. (When there are "
+                    b"running or waiting requests, the operation will not be performed.)\n",
+                )
         elif path == "/generate" and method in ("POST", "PUT"):
             await self.generate(_loads(body), send)
         elif path == "/v1/chat/completions" and method == "POST":
@@ -127,48 +152,102 @@ class App:
 
     def model_info(self) -> dict[str, Any]:
         cfg = self.a.model_config
-        extra = {"served_model_name": self.a.served_model_name, "load_format": self.a.load_format,
-                 "reasoning_parser": self.a.reasoning_parser, "tool_call_parser": self.a.tool_call_parser,
-                 "disaggregation_mode": "null"} if self.v23 else {}
-        return {**extra, "model_path": self.a.model_path, "tokenizer_path": self.a.tokenizer_path, "is_generation": True,
-                "preferred_sampling_params": None, "weight_version": "default", "has_image_understanding": False,
-                "has_audio_understanding": False, "model_type": cfg.get("model_type"),
-                "architectures": cfg.get("architectures")}
+        extra = (
+            {
+                "served_model_name": self.a.served_model_name,
+                "load_format": self.a.load_format,
+                "reasoning_parser": self.a.reasoning_parser,
+                "tool_call_parser": self.a.tool_call_parser,
+                "disaggregation_mode": "null",
+            }
+            if self.v23
+            else {}
+        )
+        return {
+            **extra,
+            "model_path": self.a.model_path,
+            "tokenizer_path": self.a.tokenizer_path,
+            "is_generation": True,
+            "preferred_sampling_params": None,
+            "weight_version": "default",
+            "has_image_understanding": False,
+            "has_audio_understanding": False,
+            "model_type": cfg.get("model_type"),
+            "architectures": cfg.get("architectures"),
+        }
 
     def server_info(self) -> dict[str, Any]:
-        sa = {k: v for k, v in dataclasses.asdict(self.a).items() if k not in ("notes", "model_config", "gpu_mem_mib", "resolved")}
-        state = {**sa, "last_gen_throughput": self.engine.last_gen_throughput,
-                 "memory_usage": self.info["memory_usage"],
-                 "effective_max_running_requests_per_dp": self.engine.max_running}
+        sa = {
+            k: v
+            for k, v in dataclasses.asdict(self.a).items()
+            if k not in ("notes", "model_config", "gpu_mem_mib", "resolved")
+        }
+        state = {
+            **sa,
+            "last_gen_throughput": self.engine.last_gen_throughput,
+            "memory_usage": self.info["memory_usage"],
+            "effective_max_running_requests_per_dp": self.engine.max_running,
+        }
         if self.engine.draft_tokens > 1:
             state["avg_spec_accept_length"] = self.engine.accept_len
         if self.v23:
-            sa = {**sa, "startup_time": self.info.get("startup_time"), "launch_command": self.info.get("launch_command"),
-                  "frontend": "python"}
-        return {**sa, "status": "ready", "max_total_num_tokens": self.engine.max_tokens,
-                "max_req_input_len": self.engine.max_tokens - 1, "internal_states": [state],
-                "version": self.info["version"]}
+            sa = {
+                **sa,
+                "startup_time": self.info.get("startup_time"),
+                "launch_command": self.info.get("launch_command"),
+                "frontend": "python",
+            }
+        return {
+            **sa,
+            "status": "ready",
+            "max_total_num_tokens": self.engine.max_tokens,
+            "max_req_input_len": self.engine.max_tokens - 1,
+            "internal_states": [state],
+            "version": self.info["version"],
+        }
 
     def loads(self) -> dict[str, Any]:
         """/v1/loads (reference §3): throughput/utilisation read 0 without --enable-metrics, as in SGLang."""
         e, m = self.engine, self.a.enable_metrics
         used = e.used_tokens()
-        load = {"num_running_reqs": len(e.running), "num_waiting_reqs": len(e.waiting), "num_used_tokens": used,
-                "num_total_tokens": used, "max_total_num_tokens": e.max_tokens, "token_usage": round(used / e.max_tokens, 2),
-                "gen_throughput": e.last_gen_throughput if m else 0.0, "cache_hit_rate": 0.0,
-                "utilization": e.busy() / 100 if m else 0.0, "max_running_requests": e.max_running,
-                "num_total_reqs": len(e.running) + len(e.waiting)}
-        return {"timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z", "version": self.info["version"],
-                "dp_rank_count": 1, "loads": [load], "aggregate": {
-                    "total_running_reqs": load["num_running_reqs"], "total_waiting_reqs": load["num_waiting_reqs"],
-                    "total_reqs": load["num_total_reqs"], "total_used_tokens": used, "total_tokens": e.max_tokens,
-                    "avg_token_usage": load["token_usage"], "avg_throughput": load["gen_throughput"],
-                    "avg_utilization": load["utilization"]}}
+        load = {
+            "num_running_reqs": len(e.running),
+            "num_waiting_reqs": len(e.waiting),
+            "num_used_tokens": used,
+            "num_total_tokens": used,
+            "max_total_num_tokens": e.max_tokens,
+            "token_usage": round(used / e.max_tokens, 2),
+            "gen_throughput": e.last_gen_throughput if m else 0.0,
+            "cache_hit_rate": 0.0,
+            "utilization": e.busy() / 100 if m else 0.0,
+            "max_running_requests": e.max_running,
+            "num_total_reqs": len(e.running) + len(e.waiting),
+        }
+        return {
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
+            "version": self.info["version"],
+            "dp_rank_count": 1,
+            "loads": [load],
+            "aggregate": {
+                "total_running_reqs": load["num_running_reqs"],
+                "total_waiting_reqs": load["num_waiting_reqs"],
+                "total_reqs": load["num_total_reqs"],
+                "total_used_tokens": used,
+                "total_tokens": e.max_tokens,
+                "avg_token_usage": load["token_usage"],
+                "avg_throughput": load["gen_throughput"],
+                "avg_utilization": load["utilization"],
+            },
+        }
 
     def _new_request(self, prompt_tokens: int, sp: dict[str, Any], reasoning: bool) -> Request:
         max_new = sp.get("max_new_tokens") or sp.get("max_tokens") or 128
-        req = Request(prompt_tokens=prompt_tokens, max_new_tokens=int(max_new), ignore_eos=bool(sp.get("ignore_eos")),
-                      reasoning=reasoning)
+        req = Request(
+            prompt_tokens=prompt_tokens,
+            max_new_tokens=int(max_new),
+            ignore_eos=bool(sp.get("ignore_eos")),
+            reasoning=reasoning,
+        )
         self.engine.submit(req)
         return req
 
@@ -181,11 +260,25 @@ class App:
         out, ids_out = "", list[int]()
 
         def payload() -> dict[str, Any]:
-            fin = None if req.finish is None else ({"type": "length", "length": req.generated}
-                                                    if req.finish == "length" else {"type": "stop", "matched": 151645})
-            meta: dict[str, object] = {"id": req.rid, "finish_reason": fin, "prompt_tokens": prompt, "weight_version": "default",
-                    "total_retractions": 0, "reasoning_tokens": 0, "completion_tokens": req.generated,
-                    "cached_tokens": 0}
+            fin = (
+                None
+                if req.finish is None
+                else (
+                    {"type": "length", "length": req.generated}
+                    if req.finish == "length"
+                    else {"type": "stop", "matched": 151645}
+                )
+            )
+            meta: dict[str, object] = {
+                "id": req.rid,
+                "finish_reason": fin,
+                "prompt_tokens": prompt,
+                "weight_version": "default",
+                "total_retractions": 0,
+                "reasoning_tokens": 0,
+                "completion_tokens": req.generated,
+                "cached_tokens": 0,
+            }
             if req.finish:
                 meta["e2e_latency"] = time.perf_counter() - t0
             return {"text": out, "output_ids": ids_out, "meta_info": meta}
@@ -210,8 +303,10 @@ class App:
         prompt = count_tokens(text) + 4 * len(msgs) + 3
         kw = body.get("chat_template_kwargs") or {}
         think = self.reasoning_model and kw.get("enable_thinking", True) is not False
-        sp = {"max_new_tokens": body.get("max_completion_tokens") or body.get("max_tokens"),
-              "ignore_eos": body.get("ignore_eos")}
+        sp = {
+            "max_new_tokens": body.get("max_completion_tokens") or body.get("max_tokens"),
+            "ignore_eos": body.get("ignore_eos"),
+        }
         req = self._new_request(prompt, sp, think)
         separate = bool(self.a.reasoning_parser) and body.get("separate_reasoning", True)
         rid, created, model = req.rid, int(time.time()), body.get("model") or self.a.served_model_name
@@ -219,13 +314,24 @@ class App:
         usage_on = opts.get("include_usage") or self.a.stream_response_default_include_usage
 
         def usage() -> dict[str, Any]:
-            return {"prompt_tokens": prompt, "total_tokens": prompt + req.generated, "completion_tokens": req.generated,
-                    "prompt_tokens_details": None, "reasoning_tokens": req.reasoning_tokens}
+            return {
+                "prompt_tokens": prompt,
+                "total_tokens": prompt + req.generated,
+                "completion_tokens": req.generated,
+                "prompt_tokens_details": None,
+                "reasoning_tokens": req.reasoning_tokens,
+            }
 
         def chunk(delta: dict[str, Any], finish: str | None = None, matched: Any = None) -> dict[str, Any]:
-            return {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
-                    "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish,
-                                 "matched_stop": matched}]}
+            return {
+                "id": rid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [
+                    {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish, "matched_stop": matched}
+                ],
+            }
 
         if body.get("stream"):
             await _sse_start(send)
@@ -239,8 +345,17 @@ class App:
                 await _sse(send, chunk({"reasoning_content": None, "content": inline.text(piece, thinking)}))
             await _sse(send, chunk({"reasoning_content": None}, req.finish, 151645 if req.finish == "stop" else None))
             if usage_on:
-                await _sse(send, {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
-                                  "choices": [], "usage": usage()})
+                await _sse(
+                    send,
+                    {
+                        "id": rid,
+                        "object": "chat.completion.chunk",
+                        "created": created,
+                        "model": model,
+                        "choices": [],
+                        "usage": usage(),
+                    },
+                )
             await _sse_end(send)
             return
         content, reasoning, inline = "", "", _Inline()
@@ -249,42 +364,83 @@ class App:
                 reasoning += item[0]
             else:
                 content += inline.text(*item)
-        await _json(send, 200, {
-            "id": rid, "object": "chat.completion", "created": created, "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content,
-                                                 "reasoning_content": reasoning or None, "tool_calls": None},
-                         "logprobs": None, "finish_reason": req.finish,
-                         "matched_stop": 151645 if req.finish == "stop" else None}],
-            "usage": usage()})
+        await _json(
+            send,
+            200,
+            {
+                "id": rid,
+                "object": "chat.completion",
+                "created": created,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {
+                            "role": "assistant",
+                            "content": content,
+                            "reasoning_content": reasoning or None,
+                            "tool_calls": None,
+                        },
+                        "logprobs": None,
+                        "finish_reason": req.finish,
+                        "matched_stop": 151645 if req.finish == "stop" else None,
+                    }
+                ],
+                "usage": usage(),
+            },
+        )
 
     def metrics(self) -> str:
         e = self.engine
         sched = f'engine_type="unified",model_name="{self.a.served_model_name}",moe_ep_rank="0",pp_rank="0",tp_rank="0"'
         tok = f'engine_type="unified",model_name="{self.a.served_model_name}"'
         used = e.used_tokens()
-        gauges = {"num_running_reqs": len(e.running), "num_queue_reqs": len(e.waiting), "num_grammar_queue_reqs": 0,
-                  "gen_throughput": e.last_gen_throughput, "token_usage": round(used / e.max_tokens, 2),
-                  "num_used_tokens": used, "kv_available_tokens": e.max_tokens - used, "cache_hit_rate": 0.0,
-                  "max_total_num_tokens": e.max_tokens, "context_len": self.a.context_length,
-                  "is_cuda_graph": 1.0, "utilization": e.busy() / 100}
+        gauges = {
+            "num_running_reqs": len(e.running),
+            "num_queue_reqs": len(e.waiting),
+            "num_grammar_queue_reqs": 0,
+            "gen_throughput": e.last_gen_throughput,
+            "token_usage": round(used / e.max_tokens, 2),
+            "num_used_tokens": used,
+            "kv_available_tokens": e.max_tokens - used,
+            "cache_hit_rate": 0.0,
+            "max_total_num_tokens": e.max_tokens,
+            "context_len": self.a.context_length,
+            "is_cuda_graph": 1.0,
+            "utilization": e.busy() / 100,
+        }
         if e.draft_tokens > 1:
             gauges["spec_accept_length"] = e.accept_len
         out: list[str] = []
         for name, v in gauges.items():
-            out += [f"# HELP sglang:{name} {name.replace('_', ' ')}.", f"# TYPE sglang:{name} gauge",
-                    f"sglang:{name}{{{sched}}} {float(v)}"]
-        for name, key in (("prompt_tokens_total", "prompt_tokens"), ("generation_tokens_total", "generation_tokens"),
-                          ("num_requests_total", "num_requests")):
+            out += [
+                f"# HELP sglang:{name} {name.replace('_', ' ')}.",
+                f"# TYPE sglang:{name} gauge",
+                f"sglang:{name}{{{sched}}} {float(v)}",
+            ]
+        for name, key in (
+            ("prompt_tokens_total", "prompt_tokens"),
+            ("generation_tokens_total", "generation_tokens"),
+            ("num_requests_total", "num_requests"),
+        ):
             base = name.removesuffix("_total")
-            out += [f"# HELP sglang:{base} {base.replace('_', ' ')}.", f"# TYPE sglang:{base} counter",
-                    f"sglang:{name}{{{tok}}} {float(e.counters[key])}"]
-        for name, vals, buckets in (("time_to_first_token_seconds", e.ttfts, TTFT_BUCKETS),
-                                    ("e2e_request_latency_seconds", e.e2es, E2E_BUCKETS)):
+            out += [
+                f"# HELP sglang:{base} {base.replace('_', ' ')}.",
+                f"# TYPE sglang:{base} counter",
+                f"sglang:{name}{{{tok}}} {float(e.counters[key])}",
+            ]
+        for name, vals, buckets in (
+            ("time_to_first_token_seconds", e.ttfts, TTFT_BUCKETS),
+            ("e2e_request_latency_seconds", e.e2es, E2E_BUCKETS),
+        ):
             out += [f"# HELP sglang:{name} {name.replace('_', ' ')}.", f"# TYPE sglang:{name} histogram"]
             for b in (*buckets, math.inf):
                 le = "+Inf" if math.isinf(b) else str(float(b))
                 out.append(f'sglang:{name}_bucket{{{tok},le="{le}"}} {float(sum(v <= b for v in vals))}')
-            out += [f"sglang:{name}_sum{{{tok}}} {float(sum(vals))}", f"sglang:{name}_count{{{tok}}} {float(len(vals))}"]
+            out += [
+                f"sglang:{name}_sum{{{tok}}} {float(sum(vals))}",
+                f"sglang:{name}_count{{{tok}}} {float(len(vals))}",
+            ]
         return "\n".join(out) + "\n"
 
 
@@ -313,8 +469,13 @@ def _loads(body: bytes) -> dict[str, Any]:
 
 
 async def _raw(send: Send, status: int, body: bytes, ctype: bytes = b"text/plain; charset=utf-8") -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", ctype), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", ctype), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -323,13 +484,23 @@ async def _json(send: Send, status: int, obj: Any) -> None:
 
 
 async def _sse_start(send: Send) -> None:
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")],
+        }
+    )
 
 
 async def _sse(send: Send, obj: Any) -> None:
-    await send({"type": "http.response.body", "body": b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n",
-                "more_body": True})
+    await send(
+        {
+            "type": "http.response.body",
+            "body": b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n",
+            "more_body": True,
+        }
+    )
 
 
 async def _sse_end(send: Send) -> None:

@@ -73,8 +73,10 @@ def _remaining(n: int, total: int, elapsed: float) -> str:
 def shard_bar(desc: str, n: int, total: int, elapsed: float) -> str:
     """SGLang's BAR_FORMAT: `{desc}: {percentage:3.0f}% Completed | {n}/{total} [{elapsed}<{remaining}, {rate}]`."""
     pct = 100 * n / total if total else 100
-    return (f"{desc}: {pct:3.0f}% Completed | {n}/{total} [{_fmt_time(elapsed)}<"
-            f"{_remaining(n, total, elapsed)}, {_rate(n, elapsed)}]")
+    return (
+        f"{desc}: {pct:3.0f}% Completed | {n}/{total} [{_fmt_time(elapsed)}<"
+        f"{_remaining(n, total, elapsed)}, {_rate(n, elapsed)}]"
+    )
 
 
 _PARTS = " ▏▎▍▌▋▊▉"
@@ -87,5 +89,7 @@ def tqdm_bar(desc: str, n: int, total: int, elapsed: float, width: int = 10) -> 
     bar = "█" * int(full)
     if int(full) < width:
         bar += (_PARTS[int(rem * 8)] if rem * 8 >= 1 else " ") + " " * (width - int(full) - 1)
-    return (f"{desc}: {frac * 100:3.0f}%|{bar}| {n}/{total} [{_fmt_time(elapsed)}<"
-            f"{_remaining(n, total, elapsed)}, {_rate(n, elapsed)}]")
+    return (
+        f"{desc}: {frac * 100:3.0f}%|{bar}| {n}/{total} [{_fmt_time(elapsed)}<"
+        f"{_remaining(n, total, elapsed)}, {_rate(n, elapsed)}]"
+    )

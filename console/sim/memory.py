@@ -45,8 +45,13 @@ def piecewise_tokens(a: ServerArgs) -> list[int]:
 
 def piecewise_enabled(a: ServerArgs) -> bool:
     arch = (a.model_config.get("architectures") or [""])[0]
-    return not (a.disable_piecewise_cuda_graph or a.disable_cuda_graph or a.speculative_algorithm
-                or a.pp_size > 1 or arch.endswith("ConditionalGeneration"))
+    return not (
+        a.disable_piecewise_cuda_graph
+        or a.disable_cuda_graph
+        or a.speculative_algorithm
+        or a.pp_size > 1
+        or arch.endswith("ConditionalGeneration")
+    )
 
 
 @dataclass(frozen=True)
@@ -87,8 +92,11 @@ def mamba_slot_gib(cfg: dict[str, Any], tp: int) -> tuple[float, float]:
     linear = sum(1 for t in cfg.get("layer_types", []) if t == "linear_attention")
     vh = max(1, int(cfg.get("linear_num_value_heads", 32)) // tp)
     kh = max(1, int(cfg.get("linear_num_key_heads", 16)) // tp)
-    kd, vd, k = int(cfg.get("linear_key_head_dim", 128)), int(cfg.get("linear_value_head_dim", 128)), \
-        int(cfg.get("linear_conv_kernel_dim", 4))
+    kd, vd, k = (
+        int(cfg.get("linear_key_head_dim", 128)),
+        int(cfg.get("linear_value_head_dim", 128)),
+        int(cfg.get("linear_conv_kernel_dim", 4)),
+    )
     ssm = linear * vh * kd * vd * 4 / GIB
     conv = linear * (2 * kh * kd + vh * vd) * (k - 1) * 2 / GIB
     return conv, ssm
@@ -123,13 +131,15 @@ def auto_max_running(tokens: int, context_len: int) -> int:
 def torch_oom(want_gib: float, dev: int, total_gib: float, free_gib: float, used_gib: float) -> str:
     """PyTorch's own CUDA OOM text."""
     alloc = max(0.0, used_gib - CONTEXT_GIB)
-    return (f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {_size(want_gib)}. GPU {dev} has a total "
-            f"capacity of {total_gib:.2f} GiB of which {_size(free_gib)} is free. Including non-PyTorch memory, this "
-            f"process has {used_gib:.2f} GiB memory in use. Of the allocated memory {alloc:.2f} GiB is allocated by "
-            f"PyTorch, and {math.floor(alloc * 3) % 97 + 2:.2f} MiB is reserved by PyTorch but unallocated. If reserved "
-            "but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
-            "fragmentation.  See documentation for Memory Management  "
-            "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+    return (
+        f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {_size(want_gib)}. GPU {dev} has a total "
+        f"capacity of {total_gib:.2f} GiB of which {_size(free_gib)} is free. Including non-PyTorch memory, this "
+        f"process has {used_gib:.2f} GiB memory in use. Of the allocated memory {alloc:.2f} GiB is allocated by "
+        f"PyTorch, and {math.floor(alloc * 3) % 97 + 2:.2f} MiB is reserved by PyTorch but unallocated. If reserved "
+        "but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+        "fragmentation.  See documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+    )
 
 
 def _size(gib: float) -> str:

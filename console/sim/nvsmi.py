@@ -66,8 +66,10 @@ class GpuNow:
 def read_gpus(host_dir: Path, spec: SimHostSpec) -> list[GpuNow]:
     now = time.time()
     totals = state.gpu_totals(host_dir, len(spec.gpus))
-    return [GpuNow(i, g, g.base_used_mib + used, util, procs, now)
-            for i, (g, (used, util, procs)) in enumerate(zip(spec.gpus, totals, strict=True))]
+    return [
+        GpuNow(i, g, g.base_used_mib + used, util, procs, now)
+        for i, (g, (used, util, procs)) in enumerate(zip(spec.gpus, totals, strict=True))
+    ]
 
 
 def _mib(v: int, units: bool) -> str:
@@ -117,14 +119,21 @@ GPU_FIELDS: dict[str, tuple[str, Getter]] = {
     "clocks.current.sm": ("clocks.current.sm [MHz]", lambda g, s, u: _mhz(g.sm_clock, u)),
     "clocks.max.sm": ("clocks.max.sm [MHz]", lambda g, s, u: _mhz(g.spec.sm_clock_max, u)),
     "compute_mode": ("compute_mode", lambda g, s, u: "Default"),
-    "timestamp": ("timestamp", lambda g, s, u: time.strftime("%Y/%m/%d %H:%M:%S", time.localtime(g.t))
-                  + f".{int(g.t * 1000) % 1000:03d}"),
+    "timestamp": (
+        "timestamp",
+        lambda g, s, u: time.strftime("%Y/%m/%d %H:%M:%S", time.localtime(g.t)) + f".{int(g.t * 1000) % 1000:03d}",
+    ),
 }
 
 APP_FIELDS: dict[str, str] = {
-    "pid": "pid", "gpu_uuid": "gpu_uuid", "gpu_name": "gpu_name", "gpu_bus_id": "gpu_bus_id",
-    "process_name": "process_name", "name": "process_name",
-    "used_memory": "used_gpu_memory [MiB]", "used_gpu_memory": "used_gpu_memory [MiB]",
+    "pid": "pid",
+    "gpu_uuid": "gpu_uuid",
+    "gpu_name": "gpu_name",
+    "gpu_bus_id": "gpu_bus_id",
+    "process_name": "process_name",
+    "name": "process_name",
+    "used_memory": "used_gpu_memory [MiB]",
+    "used_gpu_memory": "used_gpu_memory [MiB]",
 }
 
 
@@ -156,9 +165,14 @@ def query_app_lines(gpus: list[GpuNow], fields: list[str], header: bool, units: 
     out = [", ".join(APP_FIELDS[f] for f in fields)] if header else []
     for g in gpus:
         for p in sorted(g.procs, key=lambda e: e["pid"]):
-            vals = {"pid": str(p["pid"]), "gpu_uuid": g.spec.uuid, "gpu_name": g.spec.name,
-                    "gpu_bus_id": g.spec.pci_bus_id, "process_name": p.get("name", "python3"),
-                    "used_memory": _mib(int(p["gpus"][str(g.index)]), units)}
+            vals = {
+                "pid": str(p["pid"]),
+                "gpu_uuid": g.spec.uuid,
+                "gpu_name": g.spec.name,
+                "gpu_bus_id": g.spec.pci_bus_id,
+                "process_name": p.get("name", "python3"),
+                "used_memory": _mib(int(p["gpus"][str(g.index)]), units),
+            }
             vals["name"] = vals["process_name"]
             vals["used_gpu_memory"] = vals["used_memory"]
             out.append(", ".join(vals[f] for f in fields))
@@ -173,30 +187,43 @@ def table(gpus: list[GpuNow], spec: SimHostSpec, now: float | None = None) -> li
     """The default `nvidia-smi` view (driver 580 layout, 91 columns)."""
     sep = "+-----------------------------------------+------------------------+----------------------+"
     full = "+" + "-" * 89 + "+"
-    out = [time.strftime("%a %b %e %H:%M:%S %Y", time.localtime(now or time.time())) + "       ", full,
-           f"| NVIDIA-SMI {spec.driver_version:<23}Driver Version: {spec.driver_version:<15}"
-           f"CUDA Version: {spec.cuda_version:<9}|",
-           sep,
-           "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
-           "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
-           "|                                         |                        |               MIG M. |",
-           "|=========================================+========================+======================|"]
+    out = [
+        time.strftime("%a %b %e %H:%M:%S %Y", time.localtime(now or time.time())) + "       ",
+        full,
+        f"| NVIDIA-SMI {spec.driver_version:<23}Driver Version: {spec.driver_version:<15}"
+        f"CUDA Version: {spec.cuda_version:<9}|",
+        sep,
+        "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
+        "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
+        "|                                         |                        |               MIG M. |",
+        "|=========================================+========================+======================|",
+    ]
     for g in gpus:
         s = g.spec
         name = s.name if len(s.name) <= 27 else s.name[:24] + "..."
         fan = f"{round(30 + g.util * 0.4)}%" if s.fan else "N/A"
         ecc, mig, disp = ("Off", "N/A", "On" if s.base_used_mib else "Off") if s.fan else ("0", "Disabled", "Off")
-        out += [f"| {g.index:>3}  {name:<31}{s.persistence:<3} |   {s.pci_bus_id:<16} {disp:>3} | {ecc:>20} |",
-                f"| {fan:>3}   {g.temp:>2}C    {g.pstate:<2}{round(g.power):>15}W / {round(s.power_limit_w):>4}W |"
-                f" {g.used:>7}MiB / {s.memory_mib:>6}MiB | {round(g.util):>6}%      Default |",
-                f"|                                         |                        | {mig:>20} |",
-                sep]
-    out += ["", full, "| Processes:" + " " * 78 + "|",
-            "|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |",
-            "|        ID   ID                                                               Usage      |",
-            "|" + "=" * 89 + "|"]
-    rows = [f"|  {g.index:>3}   N/A  N/A  {p['pid']:>14}      C   {_proc_name(p.get('name', 'python3')):<33}"
-            f"{int(p['gpus'][str(g.index)]):>10}MiB |" for g in gpus for p in sorted(g.procs, key=lambda e: e["pid"])]
+        out += [
+            f"| {g.index:>3}  {name:<31}{s.persistence:<3} |   {s.pci_bus_id:<16} {disp:>3} | {ecc:>20} |",
+            f"| {fan:>3}   {g.temp:>2}C    {g.pstate:<2}{round(g.power):>15}W / {round(s.power_limit_w):>4}W |"
+            f" {g.used:>7}MiB / {s.memory_mib:>6}MiB | {round(g.util):>6}%      Default |",
+            f"|                                         |                        | {mig:>20} |",
+            sep,
+        ]
+    out += [
+        "",
+        full,
+        "| Processes:" + " " * 78 + "|",
+        "|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |",
+        "|        ID   ID                                                               Usage      |",
+        "|" + "=" * 89 + "|",
+    ]
+    rows = [
+        f"|  {g.index:>3}   N/A  N/A  {p['pid']:>14}      C   {_proc_name(p.get('name', 'python3')):<33}"
+        f"{int(p['gpus'][str(g.index)]):>10}MiB |"
+        for g in gpus
+        for p in sorted(g.procs, key=lambda e: e["pid"])
+    ]
     out += rows or ["|  No running processes found" + " " * 61 + "|"]
     out.append(full)
     return out
@@ -210,41 +237,84 @@ def _kv(indent: int, key: str, val: object) -> str:
 def query_long(gpus: list[GpuNow], spec: SimHostSpec, sections: list[str]) -> list[str]:
     """`nvidia-smi -q -d MEMORY,UTILIZATION` (shared/samples/nvidia-smi/h200-real/q-memory-util.txt)."""
     t = gpus[0].t if gpus else time.time()
-    out = ["", "==============NVSMI LOG==============", "",
-           _kv(0, "Timestamp", time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(t))),
-           _kv(0, "Driver Version", spec.driver_version), _kv(0, "CUDA Version", spec.cuda_version), "",
-           _kv(0, "Attached GPUs", len(spec.gpus))]
+    out = [
+        "",
+        "==============NVSMI LOG==============",
+        "",
+        _kv(0, "Timestamp", time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(t))),
+        _kv(0, "Driver Version", spec.driver_version),
+        _kv(0, "CUDA Version", spec.cuda_version),
+        "",
+        _kv(0, "Attached GPUs", len(spec.gpus)),
+    ]
     for g in gpus:
         out.append(f"GPU {g.spec.pci_bus_id}")
         if not sections or "MEMORY" in sections:
-            out += ["    FB Memory Usage", _kv(8, "Total", f"{g.spec.memory_mib} MiB"),
-                    _kv(8, "Reserved", f"{RESERVED_MIB} MiB"), _kv(8, "Used", f"{g.used} MiB"),
-                    _kv(8, "Free", f"{g.free} MiB"), "    BAR1 Memory Usage", _kv(8, "Total", "262144 MiB"),
-                    _kv(8, "Used", f"{g.used + 1 if g.used else 1} MiB"),
-                    _kv(8, "Free", f"{262144 - (g.used + 1 if g.used else 1)} MiB"),
-                    "    Conf Compute Protected Memory Usage", _kv(8, "Total", "0 MiB"), _kv(8, "Used", "0 MiB"),
-                    _kv(8, "Free", "0 MiB")]
+            out += [
+                "    FB Memory Usage",
+                _kv(8, "Total", f"{g.spec.memory_mib} MiB"),
+                _kv(8, "Reserved", f"{RESERVED_MIB} MiB"),
+                _kv(8, "Used", f"{g.used} MiB"),
+                _kv(8, "Free", f"{g.free} MiB"),
+                "    BAR1 Memory Usage",
+                _kv(8, "Total", "262144 MiB"),
+                _kv(8, "Used", f"{g.used + 1 if g.used else 1} MiB"),
+                _kv(8, "Free", f"{262144 - (g.used + 1 if g.used else 1)} MiB"),
+                "    Conf Compute Protected Memory Usage",
+                _kv(8, "Total", "0 MiB"),
+                _kv(8, "Used", "0 MiB"),
+                _kv(8, "Free", "0 MiB"),
+            ]
         if not sections or "UTILIZATION" in sections:
             u, m = round(g.util), g.mem_util
-            out += ["    Utilization", _kv(8, "GPU", f"{u} %"), _kv(8, "Memory", f"{m} %"), _kv(8, "Encoder", "0 %"),
-                    _kv(8, "Decoder", "0 %"), _kv(8, "JPEG", "0 %"), _kv(8, "OFA", "0 %")]
+            out += [
+                "    Utilization",
+                _kv(8, "GPU", f"{u} %"),
+                _kv(8, "Memory", f"{m} %"),
+                _kv(8, "Encoder", "0 %"),
+                _kv(8, "Decoder", "0 %"),
+                _kv(8, "JPEG", "0 %"),
+                _kv(8, "OFA", "0 %"),
+            ]
             for name, v in (("GPU", u), ("Memory", m), ("ENC", 0), ("DEC", 0), ("JPG", 0), ("OFA", 0)):
-                out += [f"    {name} Utilization Samples", _kv(8, "Duration", "14.00 sec"),
-                        _kv(8, "Number of Samples", 71), _kv(8, "Max", f"{v} %"), _kv(8, "Min", "0 %"),
-                        _kv(8, "Avg", f"{v // 2} %")]
+                out += [
+                    f"    {name} Utilization Samples",
+                    _kv(8, "Duration", "14.00 sec"),
+                    _kv(8, "Number of Samples", 71),
+                    _kv(8, "Max", f"{v} %"),
+                    _kv(8, "Min", "0 %"),
+                    _kv(8, "Avg", f"{v // 2} %"),
+                ]
     return [*out, ""]
 
 
 def parse_args(argv: list[str]) -> dict:
-    opts: dict = {"query_gpu": None, "query_apps": None, "format": "", "loop": None, "ids": None, "list": False,
-                  "version": False, "long": False, "sections": []}
+    opts: dict = {
+        "query_gpu": None,
+        "query_apps": None,
+        "format": "",
+        "loop": None,
+        "ids": None,
+        "list": False,
+        "version": False,
+        "long": False,
+        "sections": [],
+    }
     i = 0
     while i < len(argv):
         a = argv[i]
         key, eq, val = a.partition("=")
-        needs = {"--query-gpu": "query_gpu", "--query-compute-apps": "query_apps", "--format": "format",
-                 "-l": "loop_s", "--loop": "loop_s", "-lms": "loop_ms", "--loop-ms": "loop_ms",
-                 "-i": "ids", "--id": "ids"}
+        needs = {
+            "--query-gpu": "query_gpu",
+            "--query-compute-apps": "query_apps",
+            "--format": "format",
+            "-l": "loop_s",
+            "--loop": "loop_s",
+            "-lms": "loop_ms",
+            "--loop-ms": "loop_ms",
+            "-i": "ids",
+            "--id": "ids",
+        }
         if key in needs:
             if not eq:
                 i += 1
@@ -272,7 +342,7 @@ def parse_args(argv: list[str]) -> dict:
                 val = argv[i] if i < len(argv) else ""
             opts["sections"] = [v.strip().upper() for v in val.split(",") if v.strip()]
         else:
-            raise Usage('Invalid combination of input arguments. Please run \'nvidia-smi -h\' for help.\n', 2)
+            raise Usage("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n", 2)
         i += 1
     return opts
 
@@ -315,8 +385,10 @@ def main(argv: list[str] | None = None) -> int:
         while True:
             time.sleep(3600)
     if "nvidia-smi-driver" in spec.faults:
-        print("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
-              "latest NVIDIA driver is installed and running.\n")
+        print(
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
+            "latest NVIDIA driver is installed and running.\n"
+        )
         return 9
     if "nvidia-smi-garbage" in spec.faults:
         print("\x00\x1b[31m??GPU@@ 0xDEADBEEF ,,,, Unknown Error\n%%%")
@@ -325,8 +397,10 @@ def main(argv: list[str] | None = None) -> int:
         opts = parse_args(args)
         if opts["version"]:
             major = spec.driver_version.rsplit(".", 1)[0]
-            print(f"NVIDIA-SMI version  : {spec.driver_version}\nNVML version        : {major}\n"
-                  f"DRIVER version      : {spec.driver_version}\nCUDA Version        : {spec.cuda_version}")
+            print(
+                f"NVIDIA-SMI version  : {spec.driver_version}\nNVML version        : {major}\n"
+                f"DRIVER version      : {spec.driver_version}\nCUDA Version        : {spec.cuda_version}"
+            )
             return 0
         first = True
         while True:

@@ -35,7 +35,9 @@ def logging_config() -> dict[str, Any]:
     cfg = copy.deepcopy(LOGGING_CONFIG)
     cfg["formatters"]["default"]["fmt"] = "[%(asctime)s] %(levelprefix)s %(message)s"
     cfg["formatters"]["default"]["datefmt"] = "%Y-%m-%d %H:%M:%S"
-    cfg["formatters"]["access"]["fmt"] = '[%(asctime)s] %(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s'
+    cfg["formatters"]["access"]["fmt"] = (
+        '[%(asctime)s] %(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s'
+    )
     cfg["formatters"]["access"]["datefmt"] = "%Y-%m-%d %H:%M:%S"
     return cfg
 
@@ -60,15 +62,31 @@ def serve(srv: Server, res: Result) -> int:
     rate_env = os.environ.get("DFLASH_SIM_TOKEN_RATE")
     peak = float(rate_env) if rate_env else spec.token_rate_per_gpu
     acc, draft = _accept_len(a)
-    engine = Engine(peak_per_gpu=peak, tp=a.tp_size, half=spec.half_concurrency, max_running=res.max_running_requests,
-                    max_tokens=res.max_total_num_tokens, prefix=logs.rank_prefix(a.tp_size, 0),
-                    hybrid=is_hybrid(a.model_config), mamba_slots=res.pools.mamba_slots, accept_len=acc,
-                    draft_tokens=draft, log_interval=a.decode_log_interval)
+    engine = Engine(
+        peak_per_gpu=peak,
+        tp=a.tp_size,
+        half=spec.half_concurrency,
+        max_running=res.max_running_requests,
+        max_tokens=res.max_total_num_tokens,
+        prefix=logs.rank_prefix(a.tp_size, 0),
+        hybrid=is_hybrid(a.model_config),
+        mamba_slots=res.pools.mamba_slots,
+        accept_len=acc,
+        draft_tokens=draft,
+        log_interval=a.decode_log_interval,
+    )
     engine.slow = 1.0
-    info = {"version": spec.sglang_version, "startup_time": srv.t0, "launch_command": " ".join(sys.argv),
-            "memory_usage": {
-        "weight": round(res.weight_gib, 2), "kvcache": round(res.pools.total_gib, 2),
-        "token_capacity": res.max_total_num_tokens, "graph": round(res.graph_gib, 2)}}
+    info = {
+        "version": spec.sglang_version,
+        "startup_time": srv.t0,
+        "launch_command": " ".join(sys.argv),
+        "memory_usage": {
+            "weight": round(res.weight_gib, 2),
+            "kvcache": round(res.pools.total_gib, 2),
+            "token_capacity": res.max_total_num_tokens,
+            "graph": round(res.graph_gib, 2),
+        },
+    }
     model = spec.model(os.path.basename(a.model_path.rstrip("/")))
     app = App(a, engine, info, reasoning_model=bool(model and model.reasoning))
     srv.app = app
@@ -97,9 +115,18 @@ async def _main(srv: Server, app: App, engine: Engine) -> int:
 
     app.on_startup, app.on_shutdown = startup, shutdown
     loop.add_signal_handler(signal.SIGTERM, lambda: tasks.append(asyncio.create_task(_sigterm(srv, app, engine))))
-    config = uvicorn.Config(app, host=a.host, port=a.port, log_config=logging_config(), lifespan="on",
-                            log_level=(a.log_level_http or a.log_level), timeout_keep_alive=5, loop="asyncio",
-                            http="h11", ws="none")
+    config = uvicorn.Config(
+        app,
+        host=a.host,
+        port=a.port,
+        log_config=logging_config(),
+        lifespan="on",
+        log_level=(a.log_level_http or a.log_level),
+        timeout_keep_alive=5,
+        loop="asyncio",
+        http="h11",
+        ws="none",
+    )
     await _Uvicorn(config).serve()
     return 0
 
@@ -123,9 +150,14 @@ async def _warmup(srv: Server, app: App) -> None:
             except httpx.HTTPError:
                 continue
         try:
-            await c.post(f"{url}/generate", json={"text": "The capital city of France is",
-                                                   "sampling_params": {"temperature": 0, "max_new_tokens": 8}},
-                         timeout=600)
+            await c.post(
+                f"{url}/generate",
+                json={
+                    "text": "The capital city of France is",
+                    "sampling_params": {"temperature": 0, "max_new_tokens": 8},
+                },
+                timeout=600,
+            )
         except httpx.HTTPError as e:
             logs.line(f"Initialization failed. warmup error: {e!r}")
             srv.kill_tree()
@@ -146,8 +178,10 @@ async def _housekeeping(srv: Server, engine: Engine) -> None:
         for i, p in enumerate(srv.ranks.procs):
             code = p.poll()
             if code is not None:
-                logs.line(f"Subprocess scheduler_{i} (pid={p.pid}) crashed with exit code {code}. Triggering SIGQUIT "
-                          "for cleanup...")
+                logs.line(
+                    f"Subprocess scheduler_{i} (pid={p.pid}) crashed with exit code {code}. Triggering SIGQUIT "
+                    "for cleanup..."
+                )
                 os.kill(os.getpid(), signal.SIGQUIT)
                 await asyncio.sleep(5)
         await asyncio.sleep(0.1)
@@ -161,8 +195,10 @@ async def _sigterm(srv: Server, app: App, engine: Engine) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
         return
     frame = sys._getframe()
-    logs.line(f"SIGTERM received. signum={signal.SIGTERM.value} frame=<frame at 0x{id(frame):x}, file "
-              f"'{logs.site_packages()}/uvicorn/server.py', line 70, code serve>. Draining requests and shutting down...")
+    logs.line(
+        f"SIGTERM received. signum={signal.SIGTERM.value} frame=<frame at 0x{id(frame):x}, file "
+        f"'{logs.site_packages()}/uvicorn/server.py', line 70, code serve>. Draining requests and shutting down..."
+    )
     app.status = "Draining"
     interval = 5.0 if math.isinf(srv.scale) else max(0.2, min(5.0, 5.0 * srv.scale))
     while True:
@@ -170,7 +206,8 @@ async def _sigterm(srv: Server, app: App, engine: Engine) -> None:
         if not reqs:
             break
         rids = [r.rid for r in reqs]
-        logs.line(f"Gracefully exiting... Remaining number of requests {len(reqs)}. Remaining requests "
-                  f"remaining_rids={rids}.")
+        logs.line(
+            f"Gracefully exiting... Remaining number of requests {len(reqs)}. Remaining requests remaining_rids={rids}."
+        )
         await asyncio.sleep(interval)
     srv.kill_tree()

@@ -20,21 +20,27 @@ from console.sim.args import ServerArgs, is_hybrid, prepare_server_args, visible
 from console.sim.spec import SimHostSpec, load_spec
 from console.sim.startup import Failed, Ranks, Startup
 
-_RUN_FRAMES = [("sglang/srt/managers/scheduler.py", 3938, "run_scheduler_process", "scheduler.event_loop_overlap()"),
-               ("sglang/srt/managers/scheduler.py", 1182, "event_loop_overlap", "batch_result = self.run_batch(batch)"),
-               ("sglang/srt/model_executor/model_runner.py", 2741, "forward", "output = self._forward_raw(")]
-_CUDA_ASSERT = ("torch.AcceleratorError: CUDA error: device-side assert triggered\nSearch for `cudaErrorAssert' in "
-                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.\n"
-                "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
-                "might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\nCompile with "
-                "`TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+_RUN_FRAMES = [
+    ("sglang/srt/managers/scheduler.py", 3938, "run_scheduler_process", "scheduler.event_loop_overlap()"),
+    ("sglang/srt/managers/scheduler.py", 1182, "event_loop_overlap", "batch_result = self.run_batch(batch)"),
+    ("sglang/srt/model_executor/model_runner.py", 2741, "forward", "output = self._forward_raw("),
+]
+_CUDA_ASSERT = (
+    "torch.AcceleratorError: CUDA error: device-side assert triggered\nSearch for `cudaErrorAssert' in "
+    "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.\n"
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+    "might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\nCompile with "
+    "`TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+)
 _NCCL = "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"
 
 
 def crash_text(kind: str, total_gib: float) -> str:
     if kind == "cuda-assert":
-        logs.raw("/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:94: operator(): block: [0,0,0], thread: [0,0,0] "
-                 "Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\n")
+        logs.raw(
+            "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:94: operator(): block: [0,0,0], thread: [0,0,0] "
+            'Assertion `-sizes[i] <= index && index < sizes[i] && "index out of bounds"` failed.\n'
+        )
         return logs.traceback_text(_RUN_FRAMES, _CUDA_ASSERT)
     if kind == "nccl":
         return logs.traceback_text(_RUN_FRAMES, _NCCL)
@@ -117,18 +123,31 @@ class Server:
         try:
             if len(self.gpus) < a.tp_size:
                 self.ranks = Ranks(self.host_dir, a.tp_size, visible or [0], name) if not visible else self.ranks
-                self.ranks.fail(logs.traceback_text(_RUN_FRAMES[:1], "torch.AcceleratorError: CUDA error: invalid "
-                                                    "device ordinal\nGPU device may be out of range, do you have enough "
-                                                    "GPUs?\n"), [len(self.ranks.procs) - 1])
+                self.ranks.fail(
+                    logs.traceback_text(
+                        _RUN_FRAMES[:1],
+                        "torch.AcceleratorError: CUDA error: invalid "
+                        "device ordinal\nGPU device may be out of range, do you have enough "
+                        "GPUs?\n",
+                    ),
+                    [len(self.ranks.procs) - 1],
+                )
             self.startup = Startup(a, self.spec, self.host_dir, self.ranks, self.scale, self.sleep)
             res = self.startup.run()
         except Failed:
             time.sleep(30)
             return 1
         except RuntimeError as e:
-            logs.raw(logs.traceback_text([("sglang/launch_server.py", 79, "<module>", "run_server(server_args)"),
-                                          ("sglang/srt/entrypoints/engine.py", 1227, "_wait_for_scheduler_ready",
-                                           "raise RuntimeError(")], f"RuntimeError: {e}") + "\n")
+            logs.raw(
+                logs.traceback_text(
+                    [
+                        ("sglang/launch_server.py", 79, "<module>", "run_server(server_args)"),
+                        ("sglang/srt/entrypoints/engine.py", 1227, "_wait_for_scheduler_ready", "raise RuntimeError("),
+                    ],
+                    f"RuntimeError: {e}",
+                )
+                + "\n"
+            )
             self.ranks.kill()
             return 1
         logs.line("Using default HuggingFace chat template with detected content format: string")
@@ -143,14 +162,16 @@ def _frame(frame: Any) -> str:
     return f"<frame at 0x{id(frame):x}, file '{frame.f_code.co_filename}', line {frame.f_lineno}, code {frame.f_code.co_name}>"
 
 
-_LIBAV = [("sglang/launch_server.py", 7, "<module>", "from sglang.srt.server_args import prepare_server_args"),
-          ("sglang/srt/server_args.py", 33, "<module>", "from sglang.srt.utils.hf_transformers_utils import check_gguf_file"),
-          ("sglang/srt/utils/hf_transformers_utils.py", 42, "<module>", "from transformers import ("),
-          ("transformers/video_utils.py", 51, "<module>", "import torchcodec"),
-          ("torchcodec/__init__.py", 10, "<module>", "from . import decoders, samplers  # noqa"),
-          ("torchcodec/_core/ops.py", 69, "load_torchcodec_shared_libraries", "torch.ops.load_library(core_library_path)"),
-          ("torch/_ops.py", 1478, "load_library", "ctypes.CDLL(path)"),
-          ("/usr/lib/python3.11/ctypes/__init__.py", 376, "__init__", "self._handle = _dlopen(self._name, mode)")]
+_LIBAV = [
+    ("sglang/launch_server.py", 7, "<module>", "from sglang.srt.server_args import prepare_server_args"),
+    ("sglang/srt/server_args.py", 33, "<module>", "from sglang.srt.utils.hf_transformers_utils import check_gguf_file"),
+    ("sglang/srt/utils/hf_transformers_utils.py", 42, "<module>", "from transformers import ("),
+    ("transformers/video_utils.py", 51, "<module>", "import torchcodec"),
+    ("torchcodec/__init__.py", 10, "<module>", "from . import decoders, samplers  # noqa"),
+    ("torchcodec/_core/ops.py", 69, "load_torchcodec_shared_libraries", "torch.ops.load_library(core_library_path)"),
+    ("torch/_ops.py", 1478, "load_library", "ctypes.CDLL(path)"),
+    ("/usr/lib/python3.11/ctypes/__init__.py", 376, "__init__", "self._handle = _dlopen(self._name, mode)"),
+]
 
 
 def _exc_line(e: BaseException) -> str:
@@ -165,21 +186,29 @@ def main(launch_file: str) -> None:
     host_dir = Path(host)
     spec = load_spec(host_dir)
     line_no = 54 if spec.sglang_version.startswith("0.5.11") else 71
-    logs.raw(f"{launch_file}:{line_no}: UserWarning: 'python -m sglang.launch_server' is still supported, but "
-             "'sglang serve' is the recommended entrypoint.\n  Example: sglang serve --model-path <model> [options]\n"
-             "  warnings.warn(\n")
+    logs.raw(
+        f"{launch_file}:{line_no}: UserWarning: 'python -m sglang.launch_server' is still supported, but "
+        "'sglang serve' is the recommended entrypoint.\n  Example: sglang serve --model-path <model> [options]\n"
+        "  warnings.warn(\n"
+    )
     if "lacks-libavutil" in spec.faults:
-        logs.raw(logs.traceback_text(_LIBAV, "OSError: libavutil.so.58: cannot open shared object file: No such file "
-                                     "or directory") + "\n")
+        logs.raw(
+            logs.traceback_text(
+                _LIBAV, "OSError: libavutil.so.58: cannot open shared object file: No such file or directory"
+            )
+            + "\n"
+        )
         sys.exit(1)
     try:
         a = prepare_server_args(sys.argv[1:])
         a.resolve_once()
         a.check_server_args()
     except (ValueError, AssertionError, OSError, RuntimeError, TypeError) as e:
-        frames = [("sglang/launch_server.py", 73, "<module>", "server_args = prepare_server_args(sys.argv[1:])"),
-                  ("sglang/srt/server_args.py", 7292, "prepare_server_args", "return ServerArgs.from_cli_args(raw_args)"),
-                  ("sglang/srt/server_args.py", 782, "__post_init__", "self._handle_speculative_decoding()")]
+        frames = [
+            ("sglang/launch_server.py", 73, "<module>", "server_args = prepare_server_args(sys.argv[1:])"),
+            ("sglang/srt/server_args.py", 7292, "prepare_server_args", "return ServerArgs.from_cli_args(raw_args)"),
+            ("sglang/srt/server_args.py", 782, "__post_init__", "self._handle_speculative_decoding()"),
+        ]
         logs.raw(logs.traceback_text(frames, _exc_line(e)) + "\n")
         sys.exit(1)
     for note in a.notes:
@@ -187,8 +216,16 @@ def main(launch_file: str) -> None:
     if spec.sglang_version.startswith("0.5.11"):
         logs.line(f"server_args={a!r}")
     else:
-        logs.line("server_args=" + repr({k: v for k, v in vars(copy.copy(a)).items()
-                                         if k not in ("notes", "model_config", "gpu_mem_mib", "resolved")}))
+        logs.line(
+            "server_args="
+            + repr(
+                {
+                    k: v
+                    for k, v in vars(copy.copy(a)).items()
+                    if k not in ("notes", "model_config", "gpu_mem_mib", "resolved")
+                }
+            )
+        )
     with contextlib.suppress(KeyboardInterrupt):
         sys.exit(Server(host_dir, spec, a).run())
     sys.exit(130)

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 FAULTS = (
-    "lacks-libavutil",      # the torchcodec import fails: libavutil.so.58 missing (OSError)
-    "nvidia-smi-missing",   # no bin/nvidia-smi at all
-    "nvidia-smi-hang",      # nvidia-smi never answers
-    "nvidia-smi-garbage",   # nvidia-smi prints noise
-    "nvidia-smi-driver",    # "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
+    "lacks-libavutil",  # the torchcodec import fails: libavutil.so.58 missing (OSError)
+    "nvidia-smi-missing",  # no bin/nvidia-smi at all
+    "nvidia-smi-hang",  # nvidia-smi never answers
+    "nvidia-smi-garbage",  # nvidia-smi prints noise
+    "nvidia-smi-driver",  # "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
 )
 
 
@@ -69,7 +69,9 @@ class ModelSpec:
 
     def layer_types(self) -> list[str]:
         n = self.full_attention_interval
-        return ["full_attention" if n and (i + 1) % n == 0 else "linear_attention" for i in range(self.num_hidden_layers)]
+        return [
+            "full_attention" if n and (i + 1) % n == 0 else "linear_attention" for i in range(self.num_hidden_layers)
+        ]
 
     def config_json(self) -> dict[str, Any]:
         """A config.json in the HF layout of the real model family."""
@@ -88,15 +90,17 @@ class ModelSpec:
             "tie_word_embeddings": False,
         }
         if self.hybrid:
-            cfg.update({
-                "layer_types": self.layer_types(),
-                "full_attention_interval": self.full_attention_interval,
-                "linear_conv_kernel_dim": 4,
-                "linear_key_head_dim": 128,
-                "linear_value_head_dim": 128,
-                "linear_num_key_heads": 16,
-                "linear_num_value_heads": 48,
-            })
+            cfg.update(
+                {
+                    "layer_types": self.layer_types(),
+                    "full_attention_interval": self.full_attention_interval,
+                    "linear_conv_kernel_dim": 4,
+                    "linear_key_head_dim": 128,
+                    "linear_value_head_dim": 128,
+                    "linear_num_key_heads": 16,
+                    "linear_num_value_heads": 48,
+                }
+            )
         if self.mtp_layers:
             cfg["mtp_num_hidden_layers"] = self.mtp_layers
         return cfg
@@ -152,46 +156,105 @@ def _uuid(host: str, i: int) -> str:
 
 
 QWEN36_27B = ModelSpec(
-    name="Qwen3.6-27B", architecture="Qwen3_5ForConditionalGeneration", model_type="qwen3_5",
-    num_hidden_layers=64, hidden_size=5120, num_attention_heads=24, num_key_value_heads=4, head_dim=256,
-    max_position_embeddings=262144, weight_bytes=55_630_000_000, shards=15, vocab_size=248320,
-    full_attention_interval=4, mtp_layers=1, reasoning=True,
+    name="Qwen3.6-27B",
+    architecture="Qwen3_5ForConditionalGeneration",
+    model_type="qwen3_5",
+    num_hidden_layers=64,
+    hidden_size=5120,
+    num_attention_heads=24,
+    num_key_value_heads=4,
+    head_dim=256,
+    max_position_embeddings=262144,
+    weight_bytes=55_630_000_000,
+    shards=15,
+    vocab_size=248320,
+    full_attention_interval=4,
+    mtp_layers=1,
+    reasoning=True,
 )
 LLAMA31_8B = ModelSpec(
-    name="Llama-3.1-8B-Instruct", architecture="LlamaForCausalLM", model_type="llama",
-    num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
-    max_position_embeddings=131072, weight_bytes=16_060_522_496, shards=4, vocab_size=128256,
+    name="Llama-3.1-8B-Instruct",
+    architecture="LlamaForCausalLM",
+    model_type="llama",
+    num_hidden_layers=32,
+    hidden_size=4096,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    head_dim=128,
+    max_position_embeddings=131072,
+    weight_bytes=16_060_522_496,
+    shards=4,
+    vocab_size=128256,
 )
 QWEN3_06B = ModelSpec(
-    name="Qwen3-0.6B", architecture="Qwen3ForCausalLM", model_type="qwen3",
-    num_hidden_layers=28, hidden_size=1024, num_attention_heads=16, num_key_value_heads=8, head_dim=128,
-    max_position_embeddings=40960, weight_bytes=1_503_300_328, shards=1, reasoning=True,
+    name="Qwen3-0.6B",
+    architecture="Qwen3ForCausalLM",
+    model_type="qwen3",
+    num_hidden_layers=28,
+    hidden_size=1024,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    head_dim=128,
+    max_position_embeddings=40960,
+    weight_bytes=1_503_300_328,
+    shards=1,
+    reasoning=True,
 )
 DEFAULT_MODELS = [QWEN36_27B, LLAMA31_8B, QWEN3_06B]
 
 
 def _a6000(i: int) -> GpuSpec:
-    return GpuSpec(name="NVIDIA RTX A6000", memory_mib=49140, uuid=_uuid("ct129", i),
-                   pci_bus_id=f"00000000:{0x3B + 0x9D * i:02X}:00.0", power_limit_w=300.0, idle_power_w=22.0,
-                   sm_clock_max=1800, idle_temp_c=34, fan=True, persistence="Off")
+    return GpuSpec(
+        name="NVIDIA RTX A6000",
+        memory_mib=49140,
+        uuid=_uuid("ct129", i),
+        pci_bus_id=f"00000000:{0x3B + 0x9D * i:02X}:00.0",
+        power_limit_w=300.0,
+        idle_power_w=22.0,
+        sm_clock_max=1800,
+        idle_temp_c=34,
+        fan=True,
+        persistence="Off",
+    )
 
 
 def _pro6000(host: str, i: int) -> GpuSpec:
-    return GpuSpec(name="NVIDIA RTX PRO 6000 Blackwell Server Edition", memory_mib=97887, uuid=_uuid(host, i),
-                   pci_bus_id=f"00000000:{0x05 + 0x20 * i:02X}:00.0", power_limit_w=600.0, idle_power_w=45.0,
-                   sm_clock_max=2430, idle_temp_c=27, fan=False, persistence="On")
+    return GpuSpec(
+        name="NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        memory_mib=97887,
+        uuid=_uuid(host, i),
+        pci_bus_id=f"00000000:{0x05 + 0x20 * i:02X}:00.0",
+        power_limit_w=600.0,
+        idle_power_w=45.0,
+        sm_clock_max=2430,
+        idle_temp_c=27,
+        fan=False,
+        persistence="On",
+    )
 
 
 CT129_SPEC = SimHostSpec(
-    name="ct129", gpus=[_a6000(i) for i in range(2)], models=list(DEFAULT_MODELS),
-    driver_version="580.126.09", cuda_version="13.0", token_rate_per_gpu=450.0,
+    name="ct129",
+    gpus=[_a6000(i) for i in range(2)],
+    models=list(DEFAULT_MODELS),
+    driver_version="580.126.09",
+    cuda_version="13.0",
+    token_rate_per_gpu=450.0,
 )
 BLACKWELL_SPEC = SimHostSpec(
-    name="blackwell", gpus=[_pro6000("blackwell", i) for i in range(4)], models=list(DEFAULT_MODELS),
-    driver_version="580.95.05", cuda_version="13.0", token_rate_per_gpu=1100.0,
+    name="blackwell",
+    gpus=[_pro6000("blackwell", i) for i in range(4)],
+    models=list(DEFAULT_MODELS),
+    driver_version="580.95.05",
+    cuda_version="13.0",
+    token_rate_per_gpu=1100.0,
 )
 BLACKWELL8_SPEC = SimHostSpec(
-    name="blackwell8", gpus=[_pro6000("blackwell8", i) for i in range(8)], models=list(DEFAULT_MODELS),
-    driver_version="580.95.05", cuda_version="13.0", token_rate_per_gpu=1100.0,
+    name="blackwell8",
+    gpus=[_pro6000("blackwell8", i) for i in range(8)],
+    models=list(DEFAULT_MODELS),
+    driver_version="580.95.05",
+    cuda_version="13.0",
+    token_rate_per_gpu=1100.0,
 )
 PRESET_SPECS = {"ct129": CT129_SPEC, "blackwell": BLACKWELL_SPEC, "blackwell8": BLACKWELL8_SPEC}

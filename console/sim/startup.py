@@ -23,10 +23,12 @@ from console.sim.nvsmi import RESERVED_MIB
 from console.sim.spec import SimHostSpec
 from console.sim.state import gpu_totals
 
-_SCHED = [("sglang/srt/managers/scheduler.py", 3921, "run_scheduler_process", "scheduler = Scheduler("),
-          ("sglang/srt/managers/scheduler.py", 437, "__init__", "self.init_model_worker()"),
-          ("sglang/srt/managers/tp_worker.py", 262, "__init__", "self._init_model_runner()"),
-          ("sglang/srt/model_executor/model_runner.py", 535, "__init__", "self.initialize(pre_model_load_memory)")]
+_SCHED = [
+    ("sglang/srt/managers/scheduler.py", 3921, "run_scheduler_process", "scheduler = Scheduler("),
+    ("sglang/srt/managers/scheduler.py", 437, "__init__", "self.init_model_worker()"),
+    ("sglang/srt/managers/tp_worker.py", 262, "__init__", "self._init_model_runner()"),
+    ("sglang/srt/model_executor/model_runner.py", 535, "__init__", "self.initialize(pre_model_load_memory)"),
+]
 
 
 class Failed(Exception):
@@ -55,10 +57,17 @@ class Ranks:
         self.gpus = gpus
         env = {**os.environ, "PYTHONPATH": f"{REPO_ROOT}:{os.environ.get('PYTHONPATH', '')}".rstrip(":")}
         # argv[0] is the title SGLang's schedulers set (setproctitle): ps and nvidia-smi show it.
-        self.procs = [subprocess.Popen([title(tp, r), "-m", "console.sim.rank", str(host_dir), str(r), str(tp),
-                                        str(g), title(tp, r)], executable=sys.executable, env=env,
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-                      for r, g in enumerate(gpus)]
+        self.procs = [
+            subprocess.Popen(
+                [title(tp, r), "-m", "console.sim.rank", str(host_dir), str(r), str(tp), str(g), title(tp, r)],
+                executable=sys.executable,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for r, g in enumerate(gpus)
+        ]
         self.mem = [0.0] * len(gpus)
 
     def send(self, cmd: dict, ranks: list[int] | None = None) -> None:
@@ -85,8 +94,10 @@ class Ranks:
 
     def _dead(self, r: int) -> None:
         code = self.procs[r].wait()
-        raise RuntimeError(f"Rank {r} scheduler died during initialization (exit code: {code}). If exit code is -9 "
-                           "(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.")
+        raise RuntimeError(
+            f"Rank {r} scheduler died during initialization (exit code: {code}). If exit code is -9 "
+            "(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check."
+        )
 
     def log(self, msg: str | list[str], ranks: list[int] | None = None) -> None:
         self.send({"op": "log", "msgs": [msg] if isinstance(msg, str) else msg}, ranks)
@@ -109,8 +120,15 @@ class Ranks:
 class Startup:
     """Drives the phases; `sleep` polls the sim control file between steps."""
 
-    def __init__(self, args: ServerArgs, spec: SimHostSpec, host_dir: Path, ranks: Ranks, scale: float,
-                 sleep: Callable[[float], None]) -> None:
+    def __init__(
+        self,
+        args: ServerArgs,
+        spec: SimHostSpec,
+        host_dir: Path,
+        ranks: Ranks,
+        scale: float,
+        sleep: Callable[[float], None],
+    ) -> None:
         self.a, self.spec, self.host_dir, self.ranks, self.scale = args, spec, host_dir, ranks, scale
         self._sleep = sleep
         self.tp = len(ranks.gpus)
@@ -158,9 +176,12 @@ class Startup:
             self.ranks.log(f"Memory pool end. avail mem={self.avail(0):.2f} GB")
             g += self.capture(draft=True)
         avail = self.avail(0)
-        self.ranks.log(f"max_total_num_tokens={res.max_total_num_tokens}, chunked_prefill_size={a.chunked_prefill_size}, "
-                       f"max_prefill_tokens={a.max_prefill_tokens}, max_running_requests={res.max_running_requests}, "
-                       f"context_len={a.context_length}, available_gpu_mem={avail:.2f} GB", [0])
+        self.ranks.log(
+            f"max_total_num_tokens={res.max_total_num_tokens}, chunked_prefill_size={a.chunked_prefill_size}, "
+            f"max_prefill_tokens={a.max_prefill_tokens}, max_running_requests={res.max_running_requests}, "
+            f"context_len={a.context_length}, available_gpu_mem={avail:.2f} GB",
+            [0],
+        )
         res.graph_gib, res.weight_gib, res.avail_gib = g, w, avail
         return res
 
@@ -180,14 +201,25 @@ class Startup:
             low = min(after)
             bad = [r for r in self.all_ranks() if low < after[r] * 0.9]
             if bad and _env_true("SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK"):
-                self.fail("RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
-                          f"processes. pre_model_load_memory={low:.2f}, local_gpu_memory={after[bad[0]]:.2f}, "
-                          f"local_gpu_memory * 0.9={after[bad[0]] * 0.9:.2f}",
-                          [("sglang/srt/model_executor/model_runner.py", 1229, "init_torch_distributed",
-                            'raise RuntimeError(')], bad)
+                self.fail(
+                    "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
+                    f"processes. pre_model_load_memory={low:.2f}, local_gpu_memory={after[bad[0]]:.2f}, "
+                    f"local_gpu_memory * 0.9={after[bad[0]] * 0.9:.2f}",
+                    [
+                        (
+                            "sglang/srt/model_executor/model_runner.py",
+                            1229,
+                            "init_torch_distributed",
+                            "raise RuntimeError(",
+                        )
+                    ],
+                    bad,
+                )
         el = time.perf_counter() - t0
         for r in self.all_ranks():
-            self.ranks.log(f"Init torch distributed ends. elapsed={el:.2f} s, mem usage={before[r] - after[r]:.2f} GB", [r])
+            self.ranks.log(
+                f"Init torch distributed ends. elapsed={el:.2f} s, mem usage={before[r] - after[r]:.2f} GB", [r]
+            )
 
     def load_weights(self, w: float, shards: int, type_name: str, draft: bool = False) -> None:
         for r in self.all_ranks():
@@ -203,39 +235,59 @@ class Startup:
                 if self.avail(r) < per + 0.05:
                     total, free = self.total[r], self.avail(r)
                     logs.raw("\n")
-                    self.fail(memory.torch_oom(per, r, total, free, total - free),
-                              [("sglang/srt/model_loader/loader.py", 676, "load_weights_and_postprocess",
-                                "model.load_weights(weights)")], [r])
+                    self.fail(
+                        memory.torch_oom(per, r, total, free, total - free),
+                        [
+                            (
+                                "sglang/srt/model_loader/loader.py",
+                                676,
+                                "load_weights_and_postprocess",
+                                "model.load_weights(weights)",
+                            )
+                        ],
+                        [r],
+                    )
                 self.ranks.take(per, r)
             logs.raw("\r" + logs.shard_bar(desc, i + 1, shards, time.perf_counter() - t0))
         logs.raw("\n")
         el = time.perf_counter() - t0
         for r in self.all_ranks():
             after = self.avail(r)
-            self.ranks.log(f"Load weight end. elapsed={el:.2f} s, type={type_name}, avail mem={after:.2f} GB, "
-                           f"mem usage={before[r] - after:.2f} GB.", [r])
+            self.ranks.log(
+                f"Load weight end. elapsed={el:.2f} s, type={type_name}, avail mem={after:.2f} GB, "
+                f"mem usage={before[r] - after:.2f} GB.",
+                [r],
+            )
 
     def pools(self) -> Result:
         a = self.a
         rest = self.avail(0) - self.total[0] * (1 - (a.mem_fraction_static or 0.88))
         if rest <= 0:
-            self.fail("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
-                      [("sglang/srt/model_executor/pool_configurator.py", 41, "configure", "raise RuntimeError(")])
+            self.fail(
+                "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+                [("sglang/srt/model_executor/pool_configurator.py", 41, "configure", "raise RuntimeError(")],
+            )
         pools = memory.plan_pools(a, rest, self.tp)
         self.ranks.log("Using KV cache dtype: torch.bfloat16", [0])
         self.sleep(0.6)
         for r in self.all_ranks():
             self.ranks.take(pools.total_gib, r)
         dtype = "dtype: torch.bfloat16, " if self.v23 else ""
-        self.ranks.log(f"KV Cache is allocated. {dtype}#tokens: {pools.kv_tokens}, K size: {pools.k_gib:.2f} GB, "
-                       f"V size: {pools.k_gib:.2f} GB")
+        self.ranks.log(
+            f"KV Cache is allocated. {dtype}#tokens: {pools.kv_tokens}, K size: {pools.k_gib:.2f} GB, "
+            f"V size: {pools.k_gib:.2f} GB"
+        )
         if is_hybrid(a.model_config):
             extra = ""
             if a.speculative_algorithm:
-                extra = (f"intermediate_ssm_state_cache size: {pools.ssm_gib * 0.05:.2f}GB "
-                         f"intermediate_conv_window_cache size: {pools.conv_gib * 0.05:.2f}GB ")
-            self.ranks.log(f"Mamba Cache is allocated. max_mamba_cache_size: {pools.mamba_slots}, conv_state size: "
-                           f"{pools.conv_gib:.2f}GB, ssm_state size: {pools.ssm_gib:.2f}GB {extra}")
+                extra = (
+                    f"intermediate_ssm_state_cache size: {pools.ssm_gib * 0.05:.2f}GB "
+                    f"intermediate_conv_window_cache size: {pools.conv_gib * 0.05:.2f}GB "
+                )
+            self.ranks.log(
+                f"Mamba Cache is allocated. max_mamba_cache_size: {pools.mamba_slots}, conv_state size: "
+                f"{pools.conv_gib:.2f}GB, ssm_state size: {pools.ssm_gib:.2f}GB {extra}"
+            )
         for r in self.all_ranks():
             self.ranks.log(f"Memory pool end. avail mem={self.avail(r):.2f} GB", [r])
         mrr = a.max_running_requests or memory.auto_max_running(pools.kv_tokens, a.context_length or 4096)
@@ -253,54 +305,87 @@ class Startup:
         for r in self.all_ranks():
             if self.v23:
                 n = a.speculative_num_draft_tokens if a.speculative_algorithm and not draft else 1
-                self.ranks.log(f"Capture {v23_name} CUDA graph begin. backend={a.attention_backend}, "
-                               f"num_tokens_per_req={n}, avail mem={before[r]:.2f} GB", [r])
+                self.ranks.log(
+                    f"Capture {v23_name} CUDA graph begin. backend={a.attention_backend}, "
+                    f"num_tokens_per_req={n}, avail mem={before[r]:.2f} GB",
+                    [r],
+                )
             else:
-                self.ranks.log(f"Capture {what} begin. This can take up to several minutes. avail mem={before[r]:.2f} GB",
-                               [r])
+                self.ranks.log(
+                    f"Capture {what} begin. This can take up to several minutes. avail mem={before[r]:.2f} GB", [r]
+                )
         if not draft and not self.v23:
             self.ranks.log(f"Capture cuda graph bs {bs}", [0])
         t0 = time.perf_counter()
         order = list(reversed(bs))
         step = g / len(order)
         for i, b in enumerate(order):
-            logs.raw("\r" + logs.tqdm_bar(f"Capturing batches (bs={b} avail_mem={self.avail(0):.2f} GB)", i, len(order),
-                                          time.perf_counter() - t0))
+            logs.raw(
+                "\r"
+                + logs.tqdm_bar(
+                    f"Capturing batches (bs={b} avail_mem={self.avail(0):.2f} GB)",
+                    i,
+                    len(order),
+                    time.perf_counter() - t0,
+                )
+            )
             self.sleep((1.5 if draft else 4.0) / len(order))
             for r in self.all_ranks():
                 if self.avail(r) < step + 0.02:
                     logs.raw("\n")
                     total, free = self.total[r], self.avail(r)
                     err = memory.torch_oom(step, r, total, free, total - free).split(": ", 1)[1]
-                    self.fail(f"Exception: Capture cuda graph failed: {err}\n{memory.CAPTURE_FAILED_MSG}",
-                              [("sglang/srt/model_executor/cuda_graph_runner.py", 716, "__init__",
-                                "raise Exception(")], [r])
+                    self.fail(
+                        f"Exception: Capture cuda graph failed: {err}\n{memory.CAPTURE_FAILED_MSG}",
+                        [("sglang/srt/model_executor/cuda_graph_runner.py", 716, "__init__", "raise Exception(")],
+                        [r],
+                    )
                 self.ranks.take(step, r)
-        logs.raw("\r" + logs.tqdm_bar(f"Capturing batches (bs={order[-1]} avail_mem={self.avail(0):.2f} GB)",
-                                      len(order), len(order), time.perf_counter() - t0) + "\n")
+        logs.raw(
+            "\r"
+            + logs.tqdm_bar(
+                f"Capturing batches (bs={order[-1]} avail_mem={self.avail(0):.2f} GB)",
+                len(order),
+                len(order),
+                time.perf_counter() - t0,
+            )
+            + "\n"
+        )
         el = time.perf_counter() - t0
         for r in self.all_ranks():
             used, av = before[r] - self.avail(r), self.avail(r)
             if self.v23:
-                self.ranks.log(f"Capture {v23_name} CUDA graph end. bs={bs}, elapsed={el:.2f} s, mem usage={used:.2f} GB, "
-                               f"avail mem={av:.2f} GB.", [r])
+                self.ranks.log(
+                    f"Capture {v23_name} CUDA graph end. bs={bs}, elapsed={el:.2f} s, mem usage={used:.2f} GB, "
+                    f"avail mem={av:.2f} GB.",
+                    [r],
+                )
             else:
-                self.ranks.log(f"Capture {what} end. Time elapsed: {el:.2f} s. mem usage={used:.2f} GB. "
-                               f"avail mem={av:.2f} GB.", [r])
+                self.ranks.log(
+                    f"Capture {what} end. Time elapsed: {el:.2f} s. mem usage={used:.2f} GB. avail mem={av:.2f} GB.",
+                    [r],
+                )
         if draft and not self.v23:
-            self.ranks.log(f"Capture draft extend cuda graph begin. This can take up to several minutes. avail "
-                           f"mem={self.avail(0):.2f} GB")
+            self.ranks.log(
+                f"Capture draft extend cuda graph begin. This can take up to several minutes. avail "
+                f"mem={self.avail(0):.2f} GB"
+            )
             self.sleep(0.5)
-            self.ranks.log(f"Capture draft extend cuda graph end. Time elapsed: {0.5 * self.scale:.2f} s. mem "
-                           f"usage=0.00 GB. avail mem={self.avail(0):.2f} GB.")
+            self.ranks.log(
+                f"Capture draft extend cuda graph end. Time elapsed: {0.5 * self.scale:.2f} s. mem "
+                f"usage=0.00 GB. avail mem={self.avail(0):.2f} GB."
+            )
         return g
 
     def piecewise(self) -> None:
         toks = memory.piecewise_tokens(self.a)
         for r in self.all_ranks():
             if self.v23:
-                self.ranks.log(f"Capture target prefill CUDA graph begin. backend={self.a.attention_backend}, "
-                               f"num_tokens={toks}, avail mem={self.avail(r):.2f} GB", [r])
+                self.ranks.log(
+                    f"Capture target prefill CUDA graph begin. backend={self.a.attention_backend}, "
+                    f"num_tokens={toks}, avail mem={self.avail(r):.2f} GB",
+                    [r],
+                )
             else:
                 self.ranks.log(f"Capture piecewise CUDA graph begin. avail mem={self.avail(r):.2f} GB", [r])
         if not self.v23:
@@ -310,20 +395,31 @@ class Startup:
         for label in ("Compiling num tokens", "Capturing num tokens"):
             for i, n in enumerate(order):
                 extra = f" avail_mem={self.avail(0):.2f} GB" if label.startswith("Capturing") else ""
-                logs.raw("\r" + logs.tqdm_bar(f"{label} (num_tokens={n}{extra})", i, len(order), time.perf_counter() - t0))
+                logs.raw(
+                    "\r" + logs.tqdm_bar(f"{label} (num_tokens={n}{extra})", i, len(order), time.perf_counter() - t0)
+                )
                 self.sleep(0.8 / len(order))
-            logs.raw("\r" + logs.tqdm_bar(f"{label} (num_tokens={order[-1]})", len(order), len(order),
-                                          time.perf_counter() - t0) + "\n")
+            logs.raw(
+                "\r"
+                + logs.tqdm_bar(f"{label} (num_tokens={order[-1]})", len(order), len(order), time.perf_counter() - t0)
+                + "\n"
+            )
         for r in self.all_ranks():
             self.ranks.take(0.05, r)
         el = time.perf_counter() - t0
         for r in self.all_ranks():
             if self.v23:
-                self.ranks.log(f"Capture target prefill CUDA graph end. elapsed={el:.2f} s, mem usage=0.05 GB, "
-                               f"avail mem={self.avail(r):.2f} GB.", [r])
+                self.ranks.log(
+                    f"Capture target prefill CUDA graph end. elapsed={el:.2f} s, mem usage=0.05 GB, "
+                    f"avail mem={self.avail(r):.2f} GB.",
+                    [r],
+                )
             else:
-                self.ranks.log(f"Capture piecewise CUDA graph end. Time elapsed: {el:.2f} s. mem usage=0.05 GB. "
-                               f"avail mem={self.avail(r):.2f} GB.", [r])
+                self.ranks.log(
+                    f"Capture piecewise CUDA graph end. Time elapsed: {el:.2f} s. mem usage=0.05 GB. "
+                    f"avail mem={self.avail(r):.2f} GB.",
+                    [r],
+                )
 
 
 def _env_true(name: str, default: bool = True) -> bool:

@@ -75,8 +75,9 @@ def register(host_dir: str | Path, pid: int | None = None, **fields: Any) -> Non
     """Create or update this process's entry (`gpus` {idx: MiB}, `util` {idx: %}, `name`, `port`, ...)."""
     pid = pid or os.getpid()
     with locked(host_dir) as data:
-        e = data["procs"].setdefault(str(pid), {"pid": pid, "start": proc_start_ticks(pid), "since": time.time(),
-                                                "gpus": {}, "util": {}})
+        e = data["procs"].setdefault(
+            str(pid), {"pid": pid, "start": proc_start_ticks(pid), "since": time.time(), "gpus": {}, "util": {}}
+        )
         for k, v in fields.items():
             if k in ("gpus", "util") and v is not None:
                 e[k] = {str(g): x for g, x in v.items()}

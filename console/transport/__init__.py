@@ -5,8 +5,15 @@ from __future__ import annotations
 from console.config import Host
 from console.transport.base import CommandHook, CommandResult, HostKeyError, RemoteStream, Transport, TransportError
 
-__all__ = ["CommandHook", "CommandResult", "HostKeyError", "RemoteStream", "Transport", "TransportError",
-           "make_transport"]
+__all__ = [
+    "CommandHook",
+    "CommandResult",
+    "HostKeyError",
+    "RemoteStream",
+    "Transport",
+    "TransportError",
+    "make_transport",
+]
 
 
 def make_transport(host_name: str, host: Host, on_command: CommandHook | None = None) -> Transport:

@@ -32,9 +32,15 @@ class HostHttpPool:
             from console.sglang.client import _ssl_context  # one CA-bundle load per process, not one per host
 
             c = httpx.AsyncClient(
-                timeout=httpx.Timeout(4.0, connect=3.0), trust_env=False, verify=_ssl_context(),
-                limits=httpx.Limits(max_connections=MAX_IDLE_PER_HOST, max_keepalive_connections=MAX_IDLE_PER_HOST,
-                                    keepalive_expiry=KEEPALIVE_EXPIRY_S))
+                timeout=httpx.Timeout(4.0, connect=3.0),
+                trust_env=False,
+                verify=_ssl_context(),
+                limits=httpx.Limits(
+                    max_connections=MAX_IDLE_PER_HOST,
+                    max_keepalive_connections=MAX_IDLE_PER_HOST,
+                    keepalive_expiry=KEEPALIVE_EXPIRY_S,
+                ),
+            )
             self._clients[host] = c
         return c
 
@@ -50,8 +56,9 @@ class HostHttpPool:
             await c.aclose()
 
 
-async def get_retrying_stale(client: httpx.AsyncClient, url: str, *, deadline_s: float, max_bytes: int,
-                             what: str) -> tuple[httpx.Response, bytes]:
+async def get_retrying_stale(
+    client: httpx.AsyncClient, url: str, *, deadline_s: float, max_bytes: int, what: str
+) -> tuple[httpx.Response, bytes]:
     """`get_bounded`, sent once more when the first attempt's connection was closed under it (a dead server
     fails both: through a forward it reads as a closed connection too)."""
     from console.sglang.httpbound import get_bounded

@@ -177,18 +177,25 @@ class LocalTransport:
         self._runs += 1
         try:
             proc = await asyncio.create_subprocess_exec(
-                SHELL, "-c", command, start_new_session=True,
+                SHELL,
+                "-c",
+                command,
+                start_new_session=True,
                 stdin=asyncio.subprocess.DEVNULL if input is None else asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
             try:
-                out, err = await asyncio.wait_for(
-                    proc.communicate(None if input is None else input.encode()), timeout)
+                out, err = await asyncio.wait_for(proc.communicate(None if input is None else input.encode()), timeout)
             except TimeoutError:
                 await _kill_group(proc)
                 _close_transport(proc)
                 if self.on_command is not None:
-                    self.on_command(CommandResult(self.host, command, None, "", f"timed out after {timeout:g}s",
-                                                  time.monotonic() - start))
+                    self.on_command(
+                        CommandResult(
+                            self.host, command, None, "", f"timed out after {timeout:g}s", time.monotonic() - start
+                        )
+                    )
                 raise TransportError(self.host, f"timed out after {timeout:g}s", command) from None
             except asyncio.CancelledError:
                 await _kill_group(proc)
@@ -198,9 +205,14 @@ class LocalTransport:
             raise TransportError(self.host, f"cannot start {SHELL}: {e.strerror}", command) from None
         finally:
             self._runs -= 1
-        result = CommandResult(self.host, command, _status(proc.returncode),
-                               out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace"),
-                               time.monotonic() - start)
+        result = CommandResult(
+            self.host,
+            command,
+            _status(proc.returncode),
+            out.decode("utf-8", errors="replace"),
+            err.decode("utf-8", errors="replace"),
+            time.monotonic() - start,
+        )
         if self.on_command is not None:
             self.on_command(result)
         return result
@@ -208,9 +220,14 @@ class LocalTransport:
     async def stream(self, command: str, *, stdin: bool = False) -> LocalStream:
         self._require(command)
         proc = await asyncio.create_subprocess_exec(
-            SHELL, "-c", command, start_new_session=True,
+            SHELL,
+            "-c",
+            command,
+            start_new_session=True,
             stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
         s = LocalStream(proc)
         self._streams.add(s)
         return s

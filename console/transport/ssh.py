@@ -48,8 +48,9 @@ def _text(data: Any) -> str:
 class SshStream:
     """A remote process on its own channel; close() closes the channel, which ends `tail -F` (SIGPIPE)."""
 
-    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], release: Callable[[], None],
-                 writable: bool = False) -> None:
+    def __init__(
+        self, proc: asyncssh.SSHClientProcess[bytes], release: Callable[[], None], writable: bool = False
+    ) -> None:
         self._proc = proc
         self._release = release
         self._released = False
@@ -99,8 +100,16 @@ class SshStream:
 class SshTransport:
     """One host's SSH link. Reconnect by calling connect() again after wait_closed() returns."""
 
-    def __init__(self, host_name: str, host: Host, *, on_command: CommandHook | None = None,
-                 connect_timeout: float = 10, keepalive_interval: float = 15, keepalive_count_max: int = 3) -> None:
+    def __init__(
+        self,
+        host_name: str,
+        host: Host,
+        *,
+        on_command: CommandHook | None = None,
+        connect_timeout: float = 10,
+        keepalive_interval: float = 15,
+        keepalive_count_max: int = 3,
+    ) -> None:
         self.host = host_name
         self.config = host
         self.on_command = on_command
@@ -143,13 +152,19 @@ class SshTransport:
         except KnownHostsMissing as e:
             raise TransportError(self.host, str(e)) from None
 
-    async def _options(self, host: str, port: int | None = None, user: str | None = None,
-                       known_hosts: Any = b"") -> asyncssh.SSHClientConnectionOptions:
+    async def _options(
+        self, host: str, port: int | None = None, user: str | None = None, known_hosts: Any = b""
+    ) -> asyncssh.SSHClientConnectionOptions:
         """ssh config applied to one host name (HostName, Port, User, ProxyJump, UserKnownHostsFile)."""
         try:
             return await asyncssh.SSHClientConnectionOptions.construct(
-                host=host, port=port if port is not None else (), username=user if user is not None else (),
-                config=ssh_config_paths(), known_hosts=known_hosts, connect_timeout=self.connect_timeout)
+                host=host,
+                port=port if port is not None else (),
+                username=user if user is not None else (),
+                config=ssh_config_paths(),
+                known_hosts=known_hosts,
+                connect_timeout=self.connect_timeout,
+            )
         except (OSError, asyncssh.Error, ValueError) as e:
             raise TransportError(self.host, f"cannot read the ssh config for {host}: {_describe(e)}") from None
 
@@ -185,17 +200,27 @@ class SshTransport:
         files, opts = await self._hop_files(hop)
         try:
             conn = await asyncssh.connect(
-                hop.host, hop.port if hop.port is not None else (), username=hop.user if hop.user is not None else (),
-                tunnel=via, config=ssh_config_paths(), known_hosts=_trust_set(files),
-                connect_timeout=self.connect_timeout, keepalive_interval=self.keepalive_interval,
-                keepalive_count_max=self.keepalive_count_max, **_cipher_order(opts))
+                hop.host,
+                hop.port if hop.port is not None else (),
+                username=hop.user if hop.user is not None else (),
+                tunnel=via,
+                config=ssh_config_paths(),
+                known_hosts=_trust_set(files),
+                connect_timeout=self.connect_timeout,
+                keepalive_interval=self.keepalive_interval,
+                keepalive_count_max=self.keepalive_count_max,
+                **_cipher_order(opts),
+            )
         except asyncssh.HostKeyNotVerifiable as e:
             raise await self._host_key_error(e, hop, via) from None
         except asyncssh.PermissionDenied as e:
-            raise TransportError(self.host, f"authentication failed on {self._bastion_name(hop)} ({e.reason})") from None
+            raise TransportError(
+                self.host, f"authentication failed on {self._bastion_name(hop)} ({e.reason})"
+            ) from None
         except TimeoutError:
-            raise TransportError(self.host, f"connect to {self._bastion_name(hop)} timed out after "
-                                 f"{self.connect_timeout:g}s") from None
+            raise TransportError(
+                self.host, f"connect to {self._bastion_name(hop)} timed out after {self.connect_timeout:g}s"
+            ) from None
         except (OSError, asyncssh.Error) as e:
             raise TransportError(self.host, f"cannot connect to {self._bastion_name(hop)}: {_describe(e)}") from None
         if via is not None:
@@ -232,18 +257,23 @@ class SshTransport:
         self._channels = 0
         self._generation += 1
 
-    async def _connect_target(self, via: asyncssh.SSHClientConnection | None,
-                              kw: dict[str, Any]) -> asyncssh.SSHClientConnection:
+    async def _connect_target(
+        self, via: asyncssh.SSHClientConnection | None, kw: dict[str, Any]
+    ) -> asyncssh.SSHClientConnection:
         try:
             return await asyncssh.connect(self.config.address, tunnel=via, **kw)
         except asyncssh.HostKeyNotVerifiable as e:
             raise await self._host_key_error(e) from None
         except asyncssh.PermissionDenied as e:
-            raise TransportError(self.host, f"authentication failed ({e.reason}); check user and identity "
-                                 "in hosts.toml, ~/.ssh/config or the agent") from None
+            raise TransportError(
+                self.host,
+                f"authentication failed ({e.reason}); check user and identity "
+                "in hosts.toml, ~/.ssh/config or the agent",
+            ) from None
         except TimeoutError:
-            raise TransportError(self.host, f"connect to {self.config.address} timed out after "
-                                 f"{self.connect_timeout:g}s") from None
+            raise TransportError(
+                self.host, f"connect to {self.config.address} timed out after {self.connect_timeout:g}s"
+            ) from None
         except (OSError, asyncssh.Error) as e:
             raise TransportError(self.host, f"cannot connect to {self.config.address}: {_describe(e)}") from None
 
@@ -265,11 +295,17 @@ class SshTransport:
             if via is not None:
                 via.close()
 
-    async def _fetch(self, opts: asyncssh.SSHClientConnectionOptions, via: asyncssh.SSHClientConnection | None,
-                     files: list[str], label: str) -> HostKeyInfo:
+    async def _fetch(
+        self,
+        opts: asyncssh.SSHClientConnectionOptions,
+        via: asyncssh.SSHClientConnection | None,
+        files: list[str],
+        label: str,
+    ) -> HostKeyInfo:
         try:
-            key = await asyncssh.get_server_host_key(opts.host, opts.port, tunnel=via, config=ssh_config_paths(),
-                                                     options=opts)
+            key = await asyncssh.get_server_host_key(
+                opts.host, opts.port, tunnel=via, config=ssh_config_paths(), options=opts
+            )
         except TimeoutError:
             raise TransportError(self.host, f"fetching the host key of {label} timed out") from None
         except (OSError, asyncssh.Error) as e:
@@ -278,11 +314,16 @@ class SshTransport:
             raise TransportError(self.host, f"{label} presented no host key")
         name = opts.host_key_alias or opts.host
         peer = await _resolve(opts.host, opts.port) if via is None else opts.host
-        return describe_host_key(label, key, name, opts.port, peer, files,
-                                 bastion_for=None if label == self.host else self.host)
+        return describe_host_key(
+            label, key, name, opts.port, peer, files, bastion_for=None if label == self.host else self.host
+        )
 
-    async def _host_key_error(self, err: asyncssh.HostKeyNotVerifiable, hop: Hop | None = None,
-                              via: asyncssh.SSHClientConnection | None = None) -> TransportError:
+    async def _host_key_error(
+        self,
+        err: asyncssh.HostKeyNotVerifiable,
+        hop: Hop | None = None,
+        via: asyncssh.SSHClientConnection | None = None,
+    ) -> TransportError:
         try:
             if hop is None:
                 info, files_list = await self.fetch_host_key(), self._files()
@@ -294,12 +335,16 @@ class SshTransport:
         files = ", ".join(files_list) or "no known_hosts file"
         who = f"{info.pattern}, {info.host_name}" if info.bastion_for else info.pattern
         if info.changed:
-            msg = (f"HOST KEY CHANGED for {who}: it now presents {info.key_type} {info.fingerprint}, "
-                   f"which does not match {files}. This could be a man-in-the-middle attack. If the host was "
-                   f"reinstalled, check the fingerprint out of band and run `dflash-console trust {self.host}`")
+            msg = (
+                f"HOST KEY CHANGED for {who}: it now presents {info.key_type} {info.fingerprint}, "
+                f"which does not match {files}. This could be a man-in-the-middle attack. If the host was "
+                f"reinstalled, check the fingerprint out of band and run `dflash-console trust {self.host}`"
+            )
         else:
-            msg = (f"unknown host key for {who}: {info.key_type} {info.fingerprint}. If this is the "
-                   f"right machine, run `dflash-console trust {self.host}`")
+            msg = (
+                f"unknown host key for {who}: {info.key_type} {info.fingerprint}. If this is the "
+                f"right machine, run `dflash-console trust {self.host}`"
+            )
         return HostKeyError(self.host, msg, info.fingerprint, key_line=info.key_line, changed=info.changed)
 
     async def close(self) -> None:
@@ -339,8 +384,7 @@ class SshTransport:
         proc: asyncssh.SSHClientProcess[bytes] | None = None
         release = self._take_channel()
         try:
-            proc = await conn.create_process(command, input=None if input is None else input.encode(),
-                                             encoding=None)
+            proc = await conn.create_process(command, input=None if input is None else input.encode(), encoding=None)
             done = await asyncio.wait_for(proc.wait(check=False), timeout)
         except TimeoutError:
             self._record(command, start, f"timed out after {timeout:g}s")
@@ -355,8 +399,14 @@ class SshTransport:
         if done.exit_status is None and done.exit_signal is None:
             self._record(command, start, "link lost before the command finished")
             raise TransportError(self.host, "link lost before the command finished", command)
-        result = CommandResult(self.host, command, done.exit_status if done.exit_signal is None else None,
-                               _text(done.stdout), _text(done.stderr), time.monotonic() - start)
+        result = CommandResult(
+            self.host,
+            command,
+            done.exit_status if done.exit_signal is None else None,
+            _text(done.stdout),
+            _text(done.stderr),
+            time.monotonic() - start,
+        )
         if self.on_command is not None:
             self.on_command(result)
         return result
@@ -369,8 +419,9 @@ class SshTransport:
         conn = self._require(command)
         release = self._take_channel()
         try:
-            proc = await conn.create_process(command, encoding=None, stdin=asyncssh.PIPE if stdin else asyncssh.DEVNULL,
-                                             stderr=asyncssh.DEVNULL)
+            proc = await conn.create_process(
+                command, encoding=None, stdin=asyncssh.PIPE if stdin else asyncssh.DEVNULL, stderr=asyncssh.DEVNULL
+            )
         except (OSError, asyncssh.Error) as e:
             release()
             raise TransportError(self.host, f"cannot open a channel: {_describe(e)}", command) from None
@@ -397,7 +448,9 @@ class SshTransport:
             try:
                 listener = await conn.forward_local_port("127.0.0.1", 0, remote_host, remote_port)
             except (OSError, asyncssh.Error) as e:
-                raise TransportError(self.host, f"cannot forward to {remote_host}:{remote_port}: {_describe(e)}") from None
+                raise TransportError(
+                    self.host, f"cannot forward to {remote_host}:{remote_port}: {_describe(e)}"
+                ) from None
             self._forwards[key] = listener
         return listener.get_port()
 

@@ -77,17 +77,29 @@ class HostKeyInfo:
     """Set for a ProxyJump hop: the host it leads to (trusting it lets `trust` go on to the next hop)."""
 
 
-def describe_host_key(host_name: str, key: asyncssh.SSHKey, address: str, port: int,
-                      peer_addr: str, files: list[str], bastion_for: str | None = None) -> HostKeyInfo:
+def describe_host_key(
+    host_name: str,
+    key: asyncssh.SSHKey,
+    address: str,
+    port: int,
+    peer_addr: str,
+    files: list[str],
+    bastion_for: str | None = None,
+) -> HostKeyInfo:
     """Compare a fetched key with the trusted ones for address (and its IP) at port."""
     pattern = host_pattern(address, port)
     public = key.export_public_key("openssh").decode().split()
     trusted = load_known_hosts(files).match(address, peer_addr, None if port == 22 else port)[0]
     known = any(t.public_data == key.public_data for t in trusted)
     return HostKeyInfo(
-        host_name=host_name, pattern=pattern, key_type=key.get_algorithm(),
-        fingerprint=key.get_fingerprint("sha256"), key_line=f"{pattern} {public[0]} {public[1]}",
-        known=known, changed=bool(trusted) and not known, bastion_for=bastion_for,
+        host_name=host_name,
+        pattern=pattern,
+        key_type=key.get_algorithm(),
+        fingerprint=key.get_fingerprint("sha256"),
+        key_line=f"{pattern} {public[0]} {public[1]}",
+        known=known,
+        changed=bool(trusted) and not known,
+        bastion_for=bastion_for,
     )
 
 

@@ -47,8 +47,16 @@ class ActionHost(Protocol):
 
     def post_message(self, message: ActionDone) -> bool: ...
 
-    def run_worker(self, work: Any, *, name: str | None = ..., group: str = ..., description: str = ...,
-                   exit_on_error: bool = ..., exclusive: bool = ...) -> Any: ...
+    def run_worker(
+        self,
+        work: Any,
+        *,
+        name: str | None = ...,
+        group: str = ...,
+        description: str = ...,
+        exit_on_error: bool = ...,
+        exclusive: bool = ...,
+    ) -> Any: ...
 
     def push_screen(self, screen: Any, callback: Any = ...) -> Any: ...
 
@@ -85,15 +93,30 @@ class ActionsMixin:
                 ok, message = False, f"{type(e).__name__}: {e}"
             self.post_message(ActionDone(action, target, ok, message))
 
-        self.run_worker(job(), group=f"{action}:{target}", name=f"{action}:{target}", exclusive=True,
-                        exit_on_error=False, description=f"{action} {target}")
+        self.run_worker(
+            job(),
+            group=f"{action}:{target}",
+            name=f"{action}:{target}",
+            exclusive=True,
+            exit_on_error=False,
+            description=f"{action} {target}",
+        )
 
     def on_action_done(self: ActionHost, msg: ActionDone) -> None:
         sev: SeverityLevel = "information" if msg.ok else "error"
-        self.activity.append(Notice(self.now(), "info" if msg.ok else "error",
-                                    f"{msg.action} {msg.target}: {msg.message or ('ok' if msg.ok else 'failed')}"))
-        self.notify(for_terminal(msg.message or f"{msg.action} {msg.target}: {'ok' if msg.ok else 'failed'}"),
-                    title=f"{msg.action} {msg.target}", severity=sev, markup=False)
+        self.activity.append(
+            Notice(
+                self.now(),
+                "info" if msg.ok else "error",
+                f"{msg.action} {msg.target}: {msg.message or ('ok' if msg.ok else 'failed')}",
+            )
+        )
+        self.notify(
+            for_terminal(msg.message or f"{msg.action} {msg.target}: {'ok' if msg.ok else 'failed'}"),
+            title=f"{msg.action} {msg.target}",
+            severity=sev,
+            markup=False,
+        )
 
     # -- the verbs ---------------------------------------------------------------------------
     def start_launch(self: ActionHost, preset: str, gpus: list[int] | None) -> None:
@@ -118,8 +141,10 @@ class ActionsMixin:
             return out.ok, out.message
 
         if srv is not None and srv.alive and not srv.phase.terminal:
-            self.confirm(Text.assemble("Relaunch ", (name, "bold"), "? It is running and will be stopped first."),
-                         lambda: self._run("relaunch", name, go))
+            self.confirm(
+                Text.assemble("Relaunch ", (name, "bold"), "? It is running and will be stopped first."),
+                lambda: self._run("relaunch", name, go),
+            )
         else:
             self._run("relaunch", name, go)
 
@@ -132,8 +157,9 @@ class ActionsMixin:
             out = await api.stop_server(name)
             return out.ok, out.message
 
-        self.confirm(Text.assemble("Stop ", (name, "bold"), "? Its GPUs will be freed."),
-                     lambda: self._run("stop", name, go))
+        self.confirm(
+            Text.assemble("Stop ", (name, "bold"), "? Its GPUs will be freed."), lambda: self._run("stop", name, go)
+        )
 
     def request_reconnect(self: ActionHost, host: str | None) -> None:
         if host is None or self.refuse_if_read_only("reconnect") or self.api is None:

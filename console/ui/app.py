@@ -63,10 +63,20 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         Binding("t", "change_theme", "Theme", id="theme", show=False, tooltip="Pick a theme."),
     ]
 
-    def __init__(self, api: FleetApi | None = None, *, api_factory: ApiFactory | None = None,
-                 fleet: Fleet | None = None, read_only: bool = False, theme: str | None = None,
-                 clock: Callable[[], float] = time.time, backend: ChatBackend | None = None,
-                 demo: Any = None, start_api: bool = True, bell: bool | None = None) -> None:
+    def __init__(
+        self,
+        api: FleetApi | None = None,
+        *,
+        api_factory: ApiFactory | None = None,
+        fleet: Fleet | None = None,
+        read_only: bool = False,
+        theme: str | None = None,
+        clock: Callable[[], float] = time.time,
+        backend: ChatBackend | None = None,
+        demo: Any = None,
+        start_api: bool = True,
+        bell: bool | None = None,
+    ) -> None:
         super().__init__()
         self.api: FleetApi | None = api
         self._api_factory = api_factory
@@ -139,8 +149,9 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
             self.theme = self._wanted_theme
         else:
             self.theme = DEFAULT_THEME
-            self.notify(f"unknown theme {self._wanted_theme!r}; using {DEFAULT_THEME}", severity="warning",
-                        markup=False)
+            self.notify(
+                f"unknown theme {self._wanted_theme!r}; using {DEFAULT_THEME}", severity="warning", markup=False
+            )
         for p in self.theme_problems:
             self.notify(p, title="theme not loaded", severity="warning", markup=False)
         from console.ui.screens.fleet import FleetScreen
@@ -148,8 +159,13 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         self.push_screen(FleetScreen())
         self.set_interval(TICK_S, self._tick)
         if self.start_api:
-            self.run_worker(self._start_api(), name="api-start", group="api", exit_on_error=False,
-                            description="connecting the fleet")
+            self.run_worker(
+                self._start_api(),
+                name="api-start",
+                group="api",
+                exit_on_error=False,
+                description="connecting the fleet",
+            )
 
     async def _start_api(self) -> None:
         if self.api is None and self._api_factory is not None:
@@ -164,8 +180,13 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         self.post_message(FleetChanged())
         self.set_timer(SETTLE_S, gcpolicy.settle)  # hosts connected, panes built: freeze the survivors
         if self.demo is not None:
-            self.run_worker(self.demo.after_start(self.api), name="demo-scene", group="demo", exit_on_error=False,
-                            description="demo: opening servers")
+            self.run_worker(
+                self.demo.after_start(self.api),
+                name="demo-scene",
+                group="demo",
+                exit_on_error=False,
+                description="demo: opening servers",
+            )
 
     def _on_events(self, events: list[Event], changes: Changes) -> None:
         """Controller listener (on the loop): toast the notices; one FleetChanged in the queue at a time.
@@ -264,7 +285,7 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         """An opaque screen is above it. Syncing it anyway was not free: Textual repaints the top screen over any
         region a screen below it redraws (the fleet's panes under a server screen, every second)."""
         stack = self.screen_stack
-        above = stack[stack.index(screen) + 1:] if screen in stack else []
+        above = stack[stack.index(screen) + 1 :] if screen in stack else []
         return any(s.styles.background.a == 1 for s in above)
 
     def _sync_one(self, screen: Screen[Any], hosts: set[str] | None) -> None:
@@ -362,26 +383,68 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         host = self.selected_host()
         name = srv.name if srv else None
         cmds = [
-            ("server: details", "Open the selected server's log, timeline and command",
-             lambda: self.open_server(name), srv is not None, "details"),
-            ("server: relaunch", "Relaunch the selected server's preset", lambda: self.request_relaunch(name),
-             srv is not None and bool(srv.meta.preset), "relaunch"),
-            ("server: stop", "Stop the selected server", lambda: self.request_stop(name),
-             srv is not None and srv.alive, "stop"),
-            ("server: probe", "Health, model info and a short generation", lambda: self.request_probe(name),
-             srv is not None, "probe"),
+            (
+                "server: details",
+                "Open the selected server's log, timeline and command",
+                lambda: self.open_server(name),
+                srv is not None,
+                "details",
+            ),
+            (
+                "server: relaunch",
+                "Relaunch the selected server's preset",
+                lambda: self.request_relaunch(name),
+                srv is not None and bool(srv.meta.preset),
+                "relaunch",
+            ),
+            (
+                "server: stop",
+                "Stop the selected server",
+                lambda: self.request_stop(name),
+                srv is not None and srv.alive,
+                "stop",
+            ),
+            (
+                "server: probe",
+                "Health, model info and a short generation",
+                lambda: self.request_probe(name),
+                srv is not None,
+                "probe",
+            ),
             ("server: chat", "Chat with the selected server", lambda: self.open_chat(name), True, "chat"),
-            ("server: bench", "Concurrency sweep (when available)", lambda: self.request_bench(name),
-             srv is not None and self.bench_runner is not None, "bench"),
-            ("host: reconnect", "Drop and re-open the selected host's link", lambda: self.request_reconnect(host),
-             host is not None, "reconnect"),
-            ("host: launch", "Launch a preset on the selected host", lambda: self._palette_launch(), host is not None,
-             "launch"),
+            (
+                "server: bench",
+                "Concurrency sweep (when available)",
+                lambda: self.request_bench(name),
+                srv is not None and self.bench_runner is not None,
+                "bench",
+            ),
+            (
+                "host: reconnect",
+                "Drop and re-open the selected host's link",
+                lambda: self.request_reconnect(host),
+                host is not None,
+                "reconnect",
+            ),
+            (
+                "host: launch",
+                "Launch a preset on the selected host",
+                lambda: self._palette_launch(),
+                host is not None,
+                "launch",
+            ),
             ("view: help", "Every key and its keymap id", self.action_help, True, "help"),
         ]
         if self.demo is not None:
-            cmds.append(("sim: crash server", "Kill the selected sim server the way a real crash would",
-                         lambda: self.demo_crash(name), srv is not None and srv.alive, "crash"))
+            cmds.append(
+                (
+                    "sim: crash server",
+                    "Kill the selected sim server the way a real crash would",
+                    lambda: self.demo_crash(name),
+                    srv is not None and srv.alive,
+                    "crash",
+                )
+            )
         for title, help_text, cb, ok, action in cmds:
             if ok and not (self.read_only and action in MUTATING):
                 yield SystemCommand(title, help_text, cb)
@@ -414,8 +477,12 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         w = event.worker
         if event.state == WorkerState.ERROR and w.error is not None:
             self.status_line = f"{w.description or w.name}: {w.error}"
-            self.notify(for_terminal(f"{w.description or w.name}: {type(w.error).__name__}: {w.error}"), severity="error",
-                        markup=False, timeout=10)
+            self.notify(
+                for_terminal(f"{w.description or w.name}: {type(w.error).__name__}: {w.error}"),
+                severity="error",
+                markup=False,
+                timeout=10,
+            )
 
     async def on_unmount(self) -> None:
         if self.api is not None and self.start_api:

@@ -35,9 +35,13 @@ class ChatRequest:
 
     def body(self) -> dict[str, Any]:
         """The OpenAI-style JSON body (thinking goes through chat_template_kwargs)."""
-        out: dict[str, Any] = {"messages": self.messages, "max_tokens": self.max_tokens,
-                               "temperature": self.temperature, "stream": True,
-                               "chat_template_kwargs": {"enable_thinking": self.thinking}}
+        out: dict[str, Any] = {
+            "messages": self.messages,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "stream": True,
+            "chat_template_kwargs": {"enable_thinking": self.thinking},
+        }
         if self.model:
             out["model"] = self.model
         return out
@@ -87,9 +91,13 @@ class SglangBackend:
         ttft = tok_s = None
         async with self._client(base_url, api_key, timeout=30.0) as cl:
             try:
-                async for ev in cl.chat_stream(req.messages, model=req.model or "default", max_tokens=req.max_tokens,
-                                               temperature=req.temperature,
-                                               extra={"chat_template_kwargs": {"enable_thinking": req.thinking}}):
+                async for ev in cl.chat_stream(
+                    req.messages,
+                    model=req.model or "default",
+                    max_tokens=req.max_tokens,
+                    temperature=req.temperature,
+                    extra={"chat_template_kwargs": {"enable_thinking": req.thinking}},
+                ):
                     if isinstance(ev, c.ReasoningDelta):
                         yield ChatDelta("reasoning", ev.text)
                     elif isinstance(ev, c.ContentDelta):
@@ -114,9 +122,15 @@ class SglangBackend:
     def curl(self, base_url: str, req: ChatRequest, api_key_env: str | None) -> str:
         from console.sglang.client import curl_command
 
-        return curl_command(base_url, req.messages, model=req.model or "default", max_tokens=req.max_tokens,
-                            temperature=req.temperature, api_key_env=api_key_env,
-                            extra={"chat_template_kwargs": {"enable_thinking": req.thinking}})
+        return curl_command(
+            base_url,
+            req.messages,
+            model=req.model or "default",
+            max_tokens=req.max_tokens,
+            temperature=req.temperature,
+            api_key_env=api_key_env,
+            extra={"chat_template_kwargs": {"enable_thinking": req.thinking}},
+        )
 
 
 def probe_report(res: Any) -> ProbeReport:
@@ -136,6 +150,11 @@ def probe_report(res: Any) -> ProbeReport:
         parts.append(repr(res.text.strip()[:60]))
     if res.error:
         parts.append(f"error: {res.error}")
-    details = {"health": h.state, "model": model, "ttft_s": st.ttft_s if st else None,
-               "tok_s": st.tokens_per_s if st else None, "error": res.error}
+    details = {
+        "health": h.state,
+        "model": model,
+        "ttft_s": st.ttft_s if st else None,
+        "tok_s": st.tokens_per_s if st else None,
+        "error": res.error,
+    }
     return ProbeReport(bool(res.ok), " · ".join(parts), details)

@@ -59,10 +59,16 @@ def results_table(levels: Sequence[LevelResult]) -> Table:
         return "-" if v is None else f"{v:.2f}"
 
     for lv in levels:
-        t.add_row(str(lv.concurrency), str(lv.requests), f"{lv.output_throughput_tok_s:,.0f}",
-                  f"{lv.request_throughput_rps:.2f}", f"{ms(lv.ttft_p50_s)}/{ms(lv.ttft_p99_s)}",
-                  f"{ms(lv.itl_p50_s)}/{ms(lv.itl_p99_s)}", f"{s(lv.e2e_p50_s)}/{s(lv.e2e_p99_s)}",
-                  Text(str(lv.errors), style="bold red" if lv.errors else ""))
+        t.add_row(
+            str(lv.concurrency),
+            str(lv.requests),
+            f"{lv.output_throughput_tok_s:,.0f}",
+            f"{lv.request_throughput_rps:.2f}",
+            f"{ms(lv.ttft_p50_s)}/{ms(lv.ttft_p99_s)}",
+            f"{ms(lv.itl_p50_s)}/{ms(lv.itl_p99_s)}",
+            f"{s(lv.e2e_p50_s)}/{s(lv.e2e_p99_s)}",
+            Text(str(lv.errors), style="bold red" if lv.errors else ""),
+        )
     return t
 
 
@@ -83,14 +89,23 @@ class BenchScreen(Screen[list[LevelResult] | None]):
     BenchScreen #bench-results { margin-top: 1; height: auto; }
     """
 
-    def __init__(self, api: Any, server: str, *, concurrency: Sequence[int] = (1, 32, 64, 128),
-                 input_len: int = 1024, output_len: int = 256, num_prompts: int | None = None,
-                 save: bool = True) -> None:
+    def __init__(
+        self,
+        api: Any,
+        server: str,
+        *,
+        concurrency: Sequence[int] = (1, 32, 64, 128),
+        input_len: int = 1024,
+        output_len: int = 256,
+        num_prompts: int | None = None,
+        save: bool = True,
+    ) -> None:
         super().__init__()
         self.api = api
         self.server = server
-        self.spec = BenchSpec(url="", concurrency=tuple(concurrency), input_len=input_len, output_len=output_len,
-                              num_prompts=num_prompts)
+        self.spec = BenchSpec(
+            url="", concurrency=tuple(concurrency), input_len=input_len, output_len=output_len, num_prompts=num_prompts
+        )
         self.save = save
         self.levels: list[LevelResult] = []
         self.error: str | None = None
@@ -105,8 +120,9 @@ class BenchScreen(Screen[list[LevelResult] | None]):
             for c in self.spec.concurrency:
                 with Horizontal(classes="bench-row"):
                     yield Label(Text(f"C={c}"))
-                    yield ProgressBar(total=default_num_prompts(c, self.spec.num_prompts), show_eta=False,
-                                      id=f"bench-c{c}")
+                    yield ProgressBar(
+                        total=default_num_prompts(c, self.spec.num_prompts), show_eta=False, id=f"bench-c{c}"
+                    )
             yield Static("", id="bench-status", markup=False)
             yield Static("", id="bench-results")
         yield ConsoleFooter()  # its keys (esc close, r run again) on screen like every other screen's
@@ -190,17 +206,30 @@ class BenchScreen(Screen[list[LevelResult] | None]):
             return
         self.query_one("#bench-results", Static).update(results_table(self.levels))
 
-    def _finish(self, target: BenchTarget, levels: list[LevelResult], info: dict[str, Any], model: str,
-                fixed: bool) -> None:
+    def _finish(
+        self, target: BenchTarget, levels: list[LevelResult], info: dict[str, Any], model: str, fixed: bool
+    ) -> None:
         self.levels = list(levels)
-        prev = previous_record(load_records(), target.preset, target.server, "console", self.spec.input_len,
-                               self.spec.output_len)
+        prev = previous_record(
+            load_records(), target.preset, target.server, "console", self.spec.input_len, self.spec.output_len
+        )
         self.comparison = compare_levels(levels, levels_of(prev)) if prev else []
         if self.save:
-            append_record(make_record(server=target.server, preset=target.preset, url=target.url or "",
-                                      engine="console", levels=levels, spec=self.spec, server_args=target.server_args,
-                                      gpu_model=target.gpu_model, server_info=info, fixed_output_len=fixed,
-                                      model=model))
+            append_record(
+                make_record(
+                    server=target.server,
+                    preset=target.preset,
+                    url=target.url or "",
+                    engine="console",
+                    levels=levels,
+                    spec=self.spec,
+                    server_args=target.server_args,
+                    gpu_model=target.gpu_model,
+                    server_info=info,
+                    fixed_output_len=fixed,
+                    model=model,
+                )
+            )
         self.query_one("#bench-results", Static).update(results_table(levels))
         parts = [f"done: {sum(lv.requests for lv in levels)} requests"]
         parts += num_prompts_notes(self.spec.concurrency, self.spec.num_prompts)
@@ -220,8 +249,12 @@ class BenchScreen(Screen[list[LevelResult] | None]):
         self.dismiss(self.levels or None)
 
 
-FORM_FIELDS = (("concurrency", "levels (C)", "1,32,64,128"), ("input_len", "input tokens", "1024"),
-               ("output_len", "output tokens", "256"), ("num_prompts", "requests per level", ""))
+FORM_FIELDS = (
+    ("concurrency", "levels (C)", "1,32,64,128"),
+    ("input_len", "input tokens", "1024"),
+    ("output_len", "output tokens", "256"),
+    ("num_prompts", "requests per level", ""),
+)
 """Field id, label, default; requests left empty mean 5 × C."""
 
 
@@ -268,8 +301,11 @@ class BenchForm(ModalScreen[dict[str, Any] | None]):
             with Grid():
                 for key, label, default in FORM_FIELDS:
                     yield Label(label)
-                    yield Input(self.last.get(key, default), id=f"bench-form-{key}",
-                                placeholder="5 x C" if key == "num_prompts" else "")
+                    yield Input(
+                        self.last.get(key, default),
+                        id=f"bench-form-{key}",
+                        placeholder="5 x C" if key == "num_prompts" else "",
+                    )
             yield Static("enter: start   esc: cancel", id="bench-form-help", markup=False)
             yield Static("", id="bench-form-error", markup=False)
 

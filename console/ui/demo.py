@@ -60,9 +60,13 @@ def with_free_ports(fleet: Fleet, claimed: set[int] | None = None) -> Fleet:
 
 
 def fleet_ports(fleet: Fleet) -> set[int]:
-    return {q for p in fleet.presets.values() for q in (p.port if isinstance(p.port, list) else
-            range(p.port, p.port + max(1, len(p.gpus) // (p.tp or len(p.gpus)))))} | {
-            q for r in fleet.routers.values() for q in (r.port, r.prometheus_port)}
+    return {
+        q
+        for p in fleet.presets.values()
+        for q in (
+            p.port if isinstance(p.port, list) else range(p.port, p.port + max(1, len(p.gpus) // (p.tp or len(p.gpus))))
+        )
+    } | {q for r in fleet.routers.values() for q in (r.port, r.prometheus_port)}
 
 
 class PortClaims:
@@ -106,8 +110,9 @@ class PortClaims:
 class DemoFleet:
     """Owns the temp sim dir: builds it, launches the opening servers, crashes on request, cleans up."""
 
-    def __init__(self, *, time_scale: float = 0.25, read_only: bool = False, root: str | None = None,
-                 autostart: bool = True) -> None:
+    def __init__(
+        self, *, time_scale: float = 0.25, read_only: bool = False, root: str | None = None, autostart: bool = True
+    ) -> None:
         self.root = Path(root or tempfile.mkdtemp(prefix="dfc-demo-"))
         self.state_dir = self.root / "state"
         """The demo's own state dir (journal, bench history, exports): never the user's."""
@@ -128,8 +133,7 @@ class DemoFleet:
 
         path = await asyncio.to_thread(sim_up, self.root, ("ct129", "blackwell"), self.time_scale)
         fleet = await asyncio.to_thread(self.claims.claim, load_fleet(path), self.root)
-        self.api = FleetController(fleet, read_only=self.read_only,
-                                   journal=Journal(self.state_dir / "journal.jsonl"))
+        self.api = FleetController(fleet, read_only=self.read_only, journal=Journal(self.state_dir / "journal.jsonl"))
         return self.api
 
     async def after_start(self, api: FleetApi) -> None:
@@ -158,9 +162,14 @@ class DemoFleet:
                     continue
                 with contextlib.suppress(Exception):
                     url = await api.server_url(name)
-                    await client.post(f"{url}/v1/chat/completions", json={
-                        "messages": [{"role": "user", "content": "Say something about GPUs."}],
-                        "max_tokens": 96, "stream": False})
+                    await client.post(
+                        f"{url}/v1/chat/completions",
+                        json={
+                            "messages": [{"role": "user", "content": "Say something about GPUs."}],
+                            "max_tokens": 96,
+                            "stream": False,
+                        },
+                    )
                 await asyncio.sleep(LOAD_EVERY_S)
 
     def host_dir(self, host: str) -> Path:

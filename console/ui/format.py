@@ -85,8 +85,9 @@ def sparkline(values: Iterable[float], width: int, top: float | None = None, flo
     return "".join(out).rjust(width)
 
 
-def sparkline_rows(values: Iterable[float], width: int, rows: int, top: float | None = None,
-                   floor_top: float = 100.0) -> list[str]:
+def sparkline_rows(
+    values: Iterable[float], width: int, rows: int, top: float | None = None, floor_top: float = 100.0
+) -> list[str]:
     """A `rows`-tall zero-anchored graph (8 levels per cell), top row first; same fixed range as `sparkline`."""
     vals = [v for v in values if v is not None and not math.isnan(v)][-width:] if width > 0 else []
     if not vals or rows <= 0:
@@ -125,7 +126,7 @@ def short_gpu_name(name: str) -> str:
     name = clean(name)
     for p in ("NVIDIA ", "Tesla "):
         if name.startswith(p):
-            name = name[len(p):]
+            name = name[len(p) :]
     for long, short in ((" Workstation Edition", " WS"), (" Server Edition", " SE")):
         name = name.replace(long, short)
     return name

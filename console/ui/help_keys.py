@@ -10,16 +10,47 @@ from textual.screen import Screen
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Select", ("left", "right", "up", "down", "mark", "fleet-filter")),
     ("Servers", ("details", "launch", "relaunch", "stop", "probe", "chat", "bench")),
-    ("Log", ("search", "search-next", "search-prev", "filter", "traceback", "follow", "wrap", "older-log",
-             "current-log", "copy", "save", "info")),
+    (
+        "Log",
+        (
+            "search",
+            "search-next",
+            "search-prev",
+            "filter",
+            "traceback",
+            "follow",
+            "wrap",
+            "older-log",
+            "current-log",
+            "copy",
+            "save",
+            "info",
+        ),
+    ),
     ("Console", ("back", "help", "theme", "quit")),
 )
 """Help sections in the order a person looks for them; ids not named here go under 'Other'."""
-SCREEN_TITLES = {"FleetScreen": "Fleet screen", "ServerScreen": "Server screen", "ChatScreen": "Chat",
-                 "BenchScreen": "Bench", "LaunchScreen": "Launch"}
-INTERNAL_ACTIONS = {"focus_next", "focus_previous", "copy_text", "command_palette", "app.focus_next",
-                    "app.focus_previous", "screen.copy_text", "app.command_palette", "maximize", "minimize",
-                    "screen.maximize", "screen.minimize"}
+SCREEN_TITLES = {
+    "FleetScreen": "Fleet screen",
+    "ServerScreen": "Server screen",
+    "ChatScreen": "Chat",
+    "BenchScreen": "Bench",
+    "LaunchScreen": "Launch",
+}
+INTERNAL_ACTIONS = {
+    "focus_next",
+    "focus_previous",
+    "copy_text",
+    "command_palette",
+    "app.focus_next",
+    "app.focus_previous",
+    "screen.copy_text",
+    "app.command_palette",
+    "maximize",
+    "minimize",
+    "screen.maximize",
+    "screen.minimize",
+}
 """Textual's own bindings: real, but not this console's keys (ctrl+p is named in the footer of the help)."""
 
 
@@ -78,8 +109,11 @@ def key_table(rows: list[Row], width: int = 0) -> Content:
     for title, members in grouped(rows):
         block = [Content.styled(title, "bold underline")]
         for keys, desc, ident, enabled in members:
-            block.append(Content.assemble((keys.ljust(kw), "bold"), "  ", (ident.ljust(iw), "dim"), "  ",
-                                          (desc, "" if enabled else "dim")))
+            block.append(
+                Content.assemble(
+                    (keys.ljust(kw), "bold"), "  ", (ident.ljust(iw), "dim"), "  ", (desc, "" if enabled else "dim")
+                )
+            )
         blocks.append(block)
     columns = pack(blocks, 1) if not width else _fitting(blocks, width, head.cell_length)
     widths = [max([head.cell_length, *(line.cell_length for line in col)]) for col in columns]

@@ -48,8 +48,9 @@ def band_grid(n: int, max_cols: int) -> tuple[int, int]:
     return math.ceil(n / rows), rows
 
 
-def fleet_layout(width: int, height: int, hosts: list[tuple[str, int]],
-                 extra: dict[str, int] | None = None) -> FleetLayout:
+def fleet_layout(
+    width: int, height: int, hosts: list[tuple[str, int]], extra: dict[str, int] | None = None
+) -> FleetLayout:
     """Shelves, pane height and activity rows for `hosts` ((name, GPU count), in order) in a terminal.
 
     `extra`: rows a host's band has besides its header and panes (its router bands, 2 rows each).
@@ -68,8 +69,9 @@ def fleet_layout(width: int, height: int, hosts: list[tuple[str, int]],
         shelves[-1].append(BandPlace(name, cols, rows))
         used += cols
     pane_rows = sum(max(b.rows for b in s) for s in shelves)
-    fixed = sum(1 + max(extra.get(b.host, 0) for b in s) + (1 if all(b.rows == 0 for b in s) else 0)
-                for s in shelves)  # headers, router bands, "waiting" lines
+    fixed = sum(
+        1 + max(extra.get(b.host, 0) for b in s) + (1 if all(b.rows == 0 for b in s) else 0) for s in shelves
+    )  # headers, router bands, "waiting" lines
     want_activity = 0 if height < TOPBAR_MIN_ROWS else min(8, max(3, height // 10))
     if pane_rows == 0:
         return FleetLayout(tuple(tuple(s) for s in shelves), PANE_MIN_HEIGHT, max(0, avail - fixed), topbar)

@@ -4,8 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-_ERROR_WORDS = ("Traceback (most recent call last)", " ERROR ", "ERROR:", "Error:", "Exception", "error:",
-                "CRITICAL", "Killed", "Aborted", "RuntimeError", "OSError", "ValueError", "AssertionError")
+_ERROR_WORDS = (
+    "Traceback (most recent call last)",
+    " ERROR ",
+    "ERROR:",
+    "Error:",
+    "Exception",
+    "error:",
+    "CRITICAL",
+    "Killed",
+    "Aborted",
+    "RuntimeError",
+    "OSError",
+    "ValueError",
+    "AssertionError",
+)
 _WARN_WORDS = ("WARNING", "Warning:", "warn(", "UserWarning", "FutureWarning", "DeprecationWarning")
 
 

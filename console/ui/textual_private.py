@@ -405,8 +405,7 @@ class LayoutOnce:
             return
         super()._screen_resized(size)  # type: ignore[misc]
 
-    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False,
-                recompose: bool = False) -> Any:
+    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False) -> Any:
         if layout and not regions and not recompose:
             if _mount_already_placed(self, sys._getframe(1)):  # type: ignore[arg-type]
                 return self
@@ -458,41 +457,82 @@ class BoxRowsCache(StylesCache):
         return super().render(*args, **kwargs)
 
     @staticmethod
-    def _make_sides(styles: StylesBase, content_size: Size, pad: Spacing, base_background: Color, background: Color,
-                    opacity: float) -> tuple[int, int, int, int, RichStyle, Segment, Segment] | None:
+    def _make_sides(
+        styles: StylesBase, content_size: Size, pad: Spacing, base_background: Color, background: Color, opacity: float
+    ) -> tuple[int, int, int, int, RichStyle, Segment, Segment] | None:
         border = styles.border
         (top, _), (right, right_color), (bottom, _), (left, left_color) = border
-        if not (top and right and bottom and left and not pad.top and not pad.bottom and opacity == 1.0
-                and not any(edge for edge, _ in styles.outline) and not styles.tint.a
-                and styles.text_opacity == 1.0 and styles.hatch in (None, "none")):
+        if not (
+            top
+            and right
+            and bottom
+            and left
+            and not pad.top
+            and not pad.bottom
+            and opacity == 1.0
+            and not any(edge for edge, _ in styles.outline)
+            and not styles.tint.a
+            and styles.text_opacity == 1.0
+            and styles.hatch in (None, "none")
+        ):
             return None
         key = (border, content_size, pad.left, pad.right, base_background, background)
         sides = _SIDES.get(key)
         if sides is None:  # new Styles, hashed into get_box's cache, for each pane each frame: 10% of a fleet frame
             inner, outer = Style(background=base_background + background), Style(background=base_background)
-            sides = (content_size.width, content_size.height, pad.left, pad.right, inner.rich_style,
-                     get_box(left, inner, outer, Style(foreground=base_background + left_color))[1][0],
-                     get_box(right, inner, outer, Style(foreground=base_background + right_color))[1][2])
+            sides = (
+                content_size.width,
+                content_size.height,
+                pad.left,
+                pad.right,
+                inner.rich_style,
+                get_box(left, inner, outer, Style(foreground=base_background + left_color))[1][0],
+                get_box(right, inner, outer, Style(foreground=base_background + right_color))[1][2],
+            )
             if len(_SIDES) >= 256:
                 _SIDES.clear()
             _SIDES[key] = sides
         return sides
 
-    def render_line(self, styles: StylesBase, y: int, size: Size, content_size: Size, padding: Spacing,
-                    base_background: Color, background: Color, render_content_line: Callable[[int], Strip],
-                    border_title: tuple[Content, Color, Color, Style] | None,
-                    border_subtitle: tuple[Content, Color, Color, Style] | None, opacity: float,
-                    ansi_theme: TerminalTheme, native_ansi: bool) -> Strip:
+    def render_line(
+        self,
+        styles: StylesBase,
+        y: int,
+        size: Size,
+        content_size: Size,
+        padding: Spacing,
+        base_background: Color,
+        background: Color,
+        render_content_line: Callable[[int], Strip],
+        border_title: tuple[Content, Color, Color, Style] | None,
+        border_subtitle: tuple[Content, Color, Color, Style] | None,
+        opacity: float,
+        ansi_theme: TerminalTheme,
+        native_ansi: bool,
+    ) -> Strip:
         sides = None
         if 0 < y < size.height - 1:
             sides = self._sides
             if sides is self._NOT_YET:
-                sides = self._sides = self._make_sides(styles, content_size, padding, base_background, background,
-                                                       opacity)
+                sides = self._sides = self._make_sides(
+                    styles, content_size, padding, base_background, background, opacity
+                )
         if sides is None:
-            return super().render_line(styles, y, size, content_size, padding, base_background, background,
-                                       render_content_line, border_title, border_subtitle, opacity, ansi_theme,
-                                       native_ansi)
+            return super().render_line(
+                styles,
+                y,
+                size,
+                content_size,
+                padding,
+                base_background,
+                background,
+                render_content_line,
+                border_title,
+                border_subtitle,
+                opacity,
+                ansi_theme,
+                native_ansi,
+            )
         cw, ch, pad_left, pad_right, inner, left, right = sides
         # one Strip for the row (each comes with caches of its own): border, padding, content, fill, border
         segments = [left, Segment(" " * pad_left, inner)] if pad_left else [left]

@@ -32,8 +32,19 @@ SEMANTIC_DEFAULTS: dict[str, str] = {
 }
 """Semantic colours every theme may override in its [variables] table; also the CSS defaults."""
 
-_FIELDS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground", "background",
-           "surface", "panel", "boost")
+_FIELDS = (
+    "primary",
+    "secondary",
+    "warning",
+    "error",
+    "success",
+    "accent",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+    "boost",
+)
 
 
 @dataclass
@@ -66,8 +77,12 @@ def theme_from_toml(text: str, fallback_name: str) -> Theme:
     if not isinstance(variables, dict) or not all(isinstance(v, str) for v in variables.values()):
         raise ValueError("[variables] must map names to colour strings")
     kwargs: dict[str, Any] = {k: str(data[k]) for k in _FIELDS if k in data}  # Theme's fields are colour strings
-    return Theme(name=str(data.get("name", fallback_name)), dark=bool(data.get("dark", True)),
-                 variables={**SEMANTIC_DEFAULTS, **variables}, **kwargs)
+    return Theme(
+        name=str(data.get("name", fallback_name)),
+        dark=bool(data.get("dark", True)),
+        variables={**SEMANTIC_DEFAULTS, **variables},
+        **kwargs,
+    )
 
 
 def theme_dirs() -> list[Path]:

@@ -27,7 +27,6 @@ Span = tuple[str, str]
 """(text, tone): tone is '' (plain), 'bold', or a semantic colour name the widget maps to the theme."""
 
 
-
 @dataclass(frozen=True)
 class Series:
     """One history graph: values on a fixed zero-based scale `0..top` in `unit`, oldest first."""
@@ -195,7 +194,8 @@ def server_view(srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: i
             if last:
                 detail.append(((last, "dim"),))
         at = {"traceback": "enter: log at traceback", "error": "enter: log at the error"}.get(
-            srv.log.crash_in_log or "", "enter: its log")
+            srv.log.crash_in_log or "", "enter: its log"
+        )
         detail.append(((f"{at} · r: relaunch", "dim"),))
     else:
         icon = "●" if phase.up else "◐"
@@ -211,12 +211,23 @@ def server_view(srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: i
             started = srv.meta.started_at
             detail.append(((f"starting for {fmt.age(max(0.0, now - started))}" if started else "starting", "dim"),))
     return ServerView(
-        name=srv.name, label=server_label(srv), managed=srv.meta.managed, phase=phase, tone=tone, status=status,
-        progress=progress, ended=ended, gpus=tuple(srv.meta.gpus), load="" if ended else load_text(srv),
+        name=srv.name,
+        label=server_label(srv),
+        managed=srv.meta.managed,
+        phase=phase,
+        tone=tone,
+        status=status,
+        progress=progress,
+        ended=ended,
+        gpus=tuple(srv.meta.gpus),
+        load="" if ended else load_text(srv),
         load_short="" if ended else load_text(srv, "q"),
-        tok_s=_tok_text(srv), tok_series=_tok_series(srv, points), detail=tuple(detail),
+        tok_s=_tok_text(srv),
+        tok_series=_tok_series(srv, points),
+        detail=tuple(detail),
         log_tail=tuple(fmt.clean(x)[-400:] for x in _tail(srv.log.lines, tail)) if tail > 0 else (),
-        line_count=srv.log.line_count)
+        line_count=srv.log.line_count,
+    )
 
 
 def _tail(lines: Iterable[str], n: int) -> list[str]:
@@ -248,8 +259,17 @@ def _newest(values: Reversible[float], n: int) -> tuple[float, ...]:
 
 
 # -- panes --------------------------------------------------------------------------------------
-def pane_view(state: FleetState, host: str, gpu: int, now: float, *, marked: bool = False,
-              points: int | None = None, graphs: bool = True, tail: int = LOG_TAIL) -> PaneView:
+def pane_view(
+    state: FleetState,
+    host: str,
+    gpu: int,
+    now: float,
+    *,
+    marked: bool = False,
+    points: int | None = None,
+    graphs: bool = True,
+    tail: int = LOG_TAIL,
+) -> PaneView:
     """`points`, `graphs`, `tail`: how much history and log the pane has room for (a 7-row pane draws no
     graph, so its view carries none, and a telemetry tick that moves only the history changes nothing)."""
     h = state.host(host)
@@ -270,14 +290,28 @@ def pane_view(state: FleetState, host: str, gpu: int, now: float, *, marked: boo
             sv = server_view(srv, now, tail=tail, points=points)
         else:
             first = min(srv.meta.gpus)
-            group_of = (f"TP{len(srv.meta.gpus)} with GPU{first}: {fmt.PHASE_WORDS.get(srv.phase, srv.phase)} · "
-                        f"{server_label(srv).split(' TP')[0]}")
+            group_of = (
+                f"TP{len(srv.meta.gpus)} with GPU{first}: {fmt.PHASE_WORDS.get(srv.phase, srv.phase)} · "
+                f"{server_label(srv).split(' TP')[0]}"
+            )
     return PaneView(
-        host=host, gpu=gpu, title=f"GPU{gpu} {fmt.short_gpu_name(g.reading.name) if g else '?'}", subtitle=sub,
-        kind=pane_kind(srv), stale=stale, marked=marked, vram=_vram(g), vram_frac=_vram_frac(g),
-        util_pct=g.reading.utilization_pct if g else None, util=_util(g, h), occupant=_occupant(g, srv),
-        server=sv, group_of=group_of, vram_series=_vram_series(g, points) if graphs else None,
-        util_series=_util_series(g, points) if graphs else None)
+        host=host,
+        gpu=gpu,
+        title=f"GPU{gpu} {fmt.short_gpu_name(g.reading.name) if g else '?'}",
+        subtitle=sub,
+        kind=pane_kind(srv),
+        stale=stale,
+        marked=marked,
+        vram=_vram(g),
+        vram_frac=_vram_frac(g),
+        util_pct=g.reading.utilization_pct if g else None,
+        util=_util(g, h),
+        occupant=_occupant(g, srv),
+        server=sv,
+        group_of=group_of,
+        vram_series=_vram_series(g, points) if graphs else None,
+        util_series=_util_series(g, points) if graphs else None,
+    )
 
 
 def _vram(g: GpuState | None) -> tuple[Span, ...]:
@@ -302,8 +336,13 @@ def _util(g: GpuState | None, h: HostState) -> tuple[Span, ...]:
     t = r.temperature_c
     power = "?" if r.power_w is None else f"{r.power_w:.0f}"
     limit = f"/{r.power_limit_w:.0f}" if r.power_limit_w else ""
-    return ((util.rjust(4), "bold"), ("  ", ""), ("?°C" if t is None else f"{t}°C", temp_tone(t)), ("  ", ""),
-            (f"{power}{limit} W", ""))
+    return (
+        (util.rjust(4), "bold"),
+        ("  ", ""),
+        ("?°C" if t is None else f"{t}°C", temp_tone(t)),
+        ("  ", ""),
+        (f"{power}{limit} W", ""),
+    )
 
 
 def _occupant(g: GpuState | None, srv: ServerState | None) -> tuple[Span, ...]:
@@ -367,8 +406,9 @@ def host_view(state: FleetState, host: str, now: float) -> HostView:
         parts.append((" · live" if a < LIVE_S else f" · data {fmt.age(a)}", "dim"))
     if h.telemetry_error:
         parts.append((f" · {fmt.clean(h.telemetry_error, 60)}", "warm"))
-    empty = {"down": f"no data: host down ({fmt.clean(h.last_error or '?', 100)})",
-             "connecting": "connecting…"}.get(h.conn, "waiting for nvidia-smi…")
+    empty = {"down": f"no data: host down ({fmt.clean(h.last_error or '?', 100)})", "connecting": "connecting…"}.get(
+        h.conn, "waiting for nvidia-smi…"
+    )
     if h.telemetry_error:
         empty = f"no GPU data: {fmt.clean(h.telemetry_error, 200)}"
     unplaced = tuple(_unplaced_line(s, now) for s in servers if not any(g in h.gpus for g in s.meta.gpus))
@@ -389,9 +429,17 @@ def pane_matches(view: PaneView, query: str) -> bool:
     if not words:
         return True
     s = view.server
-    hay = " ".join([view.host, f"gpu{view.gpu}", view.title, view.kind, view.group_of,
-                    *(t for t, _ in view.occupant),
-                    *((s.name, s.label, s.phase, fmt.PHASE_WORDS.get(s.phase, s.phase)) if s else ())]).lower()
+    hay = " ".join(
+        [
+            view.host,
+            f"gpu{view.gpu}",
+            view.title,
+            view.kind,
+            view.group_of,
+            *(t for t, _ in view.occupant),
+            *((s.name, s.label, s.phase, fmt.PHASE_WORDS.get(s.phase, s.phase)) if s else ()),
+        ]
+    ).lower()
     return all(w in hay for w in words)
 
 
@@ -418,24 +466,44 @@ TIMELINE = STARTING_PHASES
 def server_page(srv: ServerState, now: float) -> ServerPage:
     m, log = srv.meta, srv.log
     v = server_view(srv, now)
-    crumbs: tuple[Span, ...] = (("fleet", "dim"), (" › ", "dim"), (fmt.clean(m.host, 40), "dim"), (" › ", "dim"),
-                                (fmt.clean(m.name), "bold"), (f"   GPU {fmt.gpu_span(m.gpus)} · {v.label}", ""))
+    crumbs: tuple[Span, ...] = (
+        ("fleet", "dim"),
+        (" › ", "dim"),
+        (fmt.clean(m.host, 40), "dim"),
+        (" › ", "dim"),
+        (fmt.clean(m.name), "bold"),
+        (f"   GPU {fmt.gpu_span(m.gpus)} · {v.label}", ""),
+    )
     state: list[Span] = []
     if v.ended:
         how = "stop requested by the console" if srv.stopping else ""
-        ran = (f"ran {fmt.age(max(0.0, srv.ended_at - m.started_at))}"
-               if srv.ended_at is not None and m.started_at else "")
-        when = ("process still running" if srv.alive else
-                f"ended {fmt.age(max(0.0, now - srv.ended_at))} ago" if srv.ended_at is not None else "")
+        ran = (
+            f"ran {fmt.age(max(0.0, srv.ended_at - m.started_at))}" if srv.ended_at is not None and m.started_at else ""
+        )
+        when = (
+            "process still running"
+            if srv.alive
+            else f"ended {fmt.age(max(0.0, now - srv.ended_at))} ago"
+            if srv.ended_at is not None
+            else ""
+        )
         last = fmt.last_figures(log.gen_throughput, log.running, log.queued, log.token_usage)
-        state = [(fmt.PHASE_WORDS.get(v.phase, v.phase), f"bold {v.tone}"),
-                 *((f" · {x}", "") for x in (when, how, ran, last) if x)]
+        state = [
+            (fmt.PHASE_WORDS.get(v.phase, v.phase), f"bold {v.tone}"),
+            *((f" · {x}", "") for x in (when, how, ran, last) if x),
+        ]
     else:
         up = f"up {fmt.age(max(0.0, now - m.started_at))}" if m.started_at else "up ?"
         prog = progress_text(srv)
-        state = [(fmt.PHASE_WORDS.get(v.phase, v.phase), f"bold {v.tone}"), (f" {prog}" if prog else "", ""),
-                 (f" · health {fmt.clean(srv.health or '—')} · {up} · {fmt.rate(srv.gen_throughput)} tok/s · "
-                  f"{v.load}{f' · VRAM {fmt.gib(srv.memory_mib)} GiB' if srv.memory_mib else ''}", "")]
+        state = [
+            (fmt.PHASE_WORDS.get(v.phase, v.phase), f"bold {v.tone}"),
+            (f" {prog}" if prog else "", ""),
+            (
+                f" · health {fmt.clean(srv.health or '—')} · {up} · {fmt.rate(srv.gen_throughput)} tok/s · "
+                f"{v.load}{f' · VRAM {fmt.gib(srv.memory_mib)} GiB' if srv.memory_mib else ''}",
+                "",
+            ),
+        ]
     state.append((f" · {log.line_count} lines", "dim"))
     notes = []
     if not m.managed:
@@ -452,7 +520,9 @@ def server_page(srv: ServerState, now: float) -> ServerPage:
             parts += [("\n", ""), ("fix: ", "bold"), (fmt.clean(d.hint), "")]
         if d and d.error_line:
             parts += [("\n", ""), ("at: ", "bold"), (fmt.clean(d.error_line, 300), "dim")]
-        jump = {"traceback": "x: jump to traceback · ", "error": "x: jump to the error · "}.get(log.crash_in_log or "", "")
+        jump = {"traceback": "x: jump to traceback · ", "error": "x: jump to the error · "}.get(
+            log.crash_in_log or "", ""
+        )
         parts += [("\n", ""), (f"{jump}r: relaunch (this log is kept)", "dim")]
         diag = tuple(parts)
     cur, prev = log.timeline, srv.previous_timeline
@@ -462,8 +532,15 @@ def server_page(srv: ServerState, now: float) -> ServerPage:
         facts.append(f"previous logs: {len(srv.previous_logs)} (o: view; last: {fmt.clean(srv.previous_logs[-1])})")
     if m.log_path:
         facts.append(f"log: {fmt.clean(m.log_path)}")
-    return ServerPage(crumbs, tuple(state), note_spans, diag, timeline,
-                      fmt.clean(m.command or " ".join(m.argv) or "(unknown)"), tuple(facts))
+    return ServerPage(
+        crumbs,
+        tuple(state),
+        note_spans,
+        diag,
+        timeline,
+        fmt.clean(m.command or " ".join(m.argv) or "(unknown)"),
+        tuple(facts),
+    )
 
 
 def _fact_items(facts: object) -> list[tuple[str, object]]:

@@ -30,9 +30,13 @@ class Scrape:
 def scrape(url: str) -> Scrape:
     """One /metrics read (the sim serves it without an API key, as SGLang does)."""
     m = parse_metrics(httpx.get(f"{url.rstrip('/')}/metrics", timeout=30, trust_env=False).text).samples
-    return Scrape(m.get("generation_tokens_total", 0.0), m.get("e2e_request_latency_seconds_sum", 0.0),
-                  m.get("e2e_request_latency_seconds_count", 0.0), m.get("time_to_first_token_seconds_sum", 0.0),
-                  m.get("time_to_first_token_seconds_count", 0.0))
+    return Scrape(
+        m.get("generation_tokens_total", 0.0),
+        m.get("e2e_request_latency_seconds_sum", 0.0),
+        m.get("e2e_request_latency_seconds_count", 0.0),
+        m.get("time_to_first_token_seconds_sum", 0.0),
+        m.get("time_to_first_token_seconds_count", 0.0),
+    )
 
 
 @dataclass(frozen=True)
@@ -48,8 +52,12 @@ class Truth:
     def between(cls, a: Scrape, b: Scrape) -> Truth:
         n = b.e2e_count - a.e2e_count
         nt = b.ttft_count - a.ttft_count
-        return cls(int(n), int(b.generation_tokens - a.generation_tokens),
-                   (b.e2e_sum - a.e2e_sum) / n if n else 0.0, (b.ttft_sum - a.ttft_sum) / nt if nt else 0.0)
+        return cls(
+            int(n),
+            int(b.generation_tokens - a.generation_tokens),
+            (b.e2e_sum - a.e2e_sum) / n if n else 0.0,
+            (b.ttft_sum - a.ttft_sum) / nt if nt else 0.0,
+        )
 
     def check_level(self, lv: dict, output_len: int, warmup: int = 0, strays: int = 0) -> list[str]:
         """Where a bench level (its `--json` object, plus `output_tokens` when known) disagrees with the server.
@@ -69,19 +77,25 @@ class Truth:
         n, want = lv["requests"], lv["requests"] * output_len
         extra = self.requests - n - warmup
         if not 0 <= extra <= strays:
-            out.append(f"C={c}: {n} requests (+{warmup} warm-up, ≤ {strays} one-token health checks), "
-                       f"the server finished {self.requests}")
+            out.append(
+                f"C={c}: {n} requests (+{warmup} warm-up, ≤ {strays} one-token health checks), "
+                f"the server finished {self.requests}"
+            )
         elif not want + warmup <= self.generation_tokens <= want + warmup * output_len + extra:
-            out.append(f"C={c}: the server generated {self.generation_tokens} tokens; {n} requests of {output_len} "
-                       f"(+{warmup} warm-up, +{extra} one-token) make {want + warmup}..{want + warmup * output_len + extra}")
+            out.append(
+                f"C={c}: the server generated {self.generation_tokens} tokens; {n} requests of {output_len} "
+                f"(+{warmup} warm-up, +{extra} one-token) make {want + warmup}..{want + warmup * output_len + extra}"
+            )
         if "output_tokens" in lv and lv["output_tokens"] != want:
             out.append(f"C={c}: counted {lv['output_tokens']} tokens for {n} requests of {output_len}")
         e2e, ttft = lv["e2e_p50_s"], lv["ttft_p50_s"]
         if e2e is None or e2e < self.e2e_mean_s * 0.85:
             out.append(f"C={c}: e2e p50 {e2e} below the server's own mean {self.e2e_mean_s:.3f} s")
         elif (little := lv["request_throughput_rps"] * e2e / min(c, lv["requests"])) < 0.6 or little > 1.15:
-            out.append(f"C={c}: rps {lv['request_throughput_rps']:.3f} × e2e p50 {e2e:.3f} s = {little:.2f} × C "
-                       "(want ≈ 1: C requests in flight)")
+            out.append(
+                f"C={c}: rps {lv['request_throughput_rps']:.3f} × e2e p50 {e2e:.3f} s = {little:.2f} × C "
+                "(want ≈ 1: C requests in flight)"
+            )
         if ttft is None or not 0 < ttft <= e2e:
             out.append(f"C={c}: TTFT p50 {ttft} outside (0, e2e p50 {e2e}]")
         return out

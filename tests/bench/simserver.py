@@ -47,7 +47,9 @@ def private_loopback() -> str:
 
 
 @contextlib.contextmanager
-def sim_server(root: Path, token_rate: float, preset: str = "qwen36-bench", ready_s: float = 30.0) -> Iterator[SimServer]:
+def sim_server(
+    root: Path, token_rate: float, preset: str = "qwen36-bench", ready_s: float = 30.0
+) -> Iterator[SimServer]:
     """Build a blackwell sim host under root, launch `preset` on a free port at DFLASH_SIM_TOKEN_RATE, wait for /health."""
     toml = sim_up(root, hosts=("blackwell",), time_scale=0.01)
     plan = plan_launch(load_fleet(toml), preset, "bench")[0]
@@ -61,8 +63,9 @@ def sim_server(root: Path, token_rate: float, preset: str = "qwen36-bench", read
     env = dict(os.environ) | plan.env | {"DFLASH_SIM_TOKEN_RATE": str(token_rate)}
     log = root / "server.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
     url = f"http://{addr}:{port}"
     try:
         end = time.monotonic() + ready_s

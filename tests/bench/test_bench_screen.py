@@ -39,8 +39,14 @@ class FakeApi:
         self.fleet = parse_fleet(TOML)
         self.state = FleetState(["h"])
         self.state.hosts["h"].gpus[0] = GpuState(GpuReading(0, name="NVIDIA H200"))
-        meta = ServerMeta("p@h:gpu0", "h", (0,), 30000, preset="p",
-                          argv=("py", "-m", "sglang.launch_server", "--model-path", "/m", "--tp-size", "1"))
+        meta = ServerMeta(
+            "p@h:gpu0",
+            "h",
+            (0,),
+            30000,
+            preset="p",
+            argv=("py", "-m", "sglang.launch_server", "--model-path", "/m", "--tp-size", "1"),
+        )
         self.state.servers[meta.name] = ServerState(meta)
         self.url = url
 
@@ -79,8 +85,12 @@ async def _sweep(app: Host, pilot, name: str = "p@h:gpu0") -> BenchScreen:
 
 async def ended(pilot, screen: BenchScreen, timeout: float = 10) -> None:  # type: ignore[no-untyped-def]
     """Waits for the sweep to have run to its end (results or an error on the screen)."""
-    await until(pilot, lambda: screen.is_mounted and not screen.running and (screen.levels or screen.error),
-                lambda: f"the sweep's end; status {screen.query_one('#bench-status', Static).render()}", timeout)
+    await until(
+        pilot,
+        lambda: screen.is_mounted and not screen.running and (screen.levels or screen.error),
+        lambda: f"the sweep's end; status {screen.query_one('#bench-status', Static).render()}",
+        timeout,
+    )
 
 
 def thread_end(screen: BenchScreen) -> threading.Event:
@@ -103,14 +113,16 @@ async def waited(event: threading.Event, timeout: float) -> bool:
     return await asyncio.to_thread(event.wait, patient(timeout))
 
 
-async def test_sweep_fills_bars_saves_and_compares(fake: FakeSSEServer, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_sweep_fills_bars_saves_and_compares(
+    fake: FakeSSEServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DFLASH_STATE_DIR", str(tmp_path))
     app = Host(FakeApi(fake.url))
     install(app)
     async with app.run_test(size=(120, 30)) as pilot:
-        app.bench_runner = lambda a, n: a.push_screen(BenchScreen(a.api, n, concurrency=(1, 4), input_len=8,
-                                                                  output_len=5))
+        app.bench_runner = lambda a, n: a.push_screen(
+            BenchScreen(a.api, n, concurrency=(1, 4), input_len=8, output_len=5)
+        )
         screen = await _sweep(app, pilot)
         assert screen.error is None
         assert [lv.concurrency for lv in screen.levels] == [1, 4]
@@ -159,7 +171,6 @@ async def test_closing_mid_sweep_stops_the_generator_thread() -> None:
         srv.stop()
 
 
-
 async def test_app_exit_mid_sweep_stops_the_thread_and_drops_its_late_callbacks() -> None:
     srv = FakeSSEServer(FakeOptions(tokens_per_s=50)).start()
     try:
@@ -180,8 +191,9 @@ async def test_app_exit_mid_sweep_stops_the_thread_and_drops_its_late_callbacks(
         srv.stop()
 
 
-async def test_b_asks_for_the_sweep_before_starting(fake: FakeSSEServer, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_b_asks_for_the_sweep_before_starting(
+    fake: FakeSSEServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DFLASH_STATE_DIR", str(tmp_path))
     app = Host(FakeApi(fake.url))
     install(app)
@@ -190,8 +202,12 @@ async def test_b_asks_for_the_sweep_before_starting(fake: FakeSSEServer, tmp_pat
         await until(pilot, lambda: isinstance(app.screen, BenchForm) and app.screen.values(), "the bench form")
         form = app.screen
         assert isinstance(form, BenchForm) and fake.requests == 0  # nothing sent before the user answers
-        assert form.values() == {"concurrency": "1,32,64,128", "input_len": "1024", "output_len": "256",
-                                 "num_prompts": ""}
+        assert form.values() == {
+            "concurrency": "1,32,64,128",
+            "input_len": "1024",
+            "output_len": "256",
+            "num_prompts": "",
+        }
         for key, text in (("concurrency", "1,0"), ("input_len", "8"), ("output_len", "5"), ("num_prompts", "3")):
             form.query_one(f"#bench-form-{key}").value = text
         form.query_one("#bench-form-concurrency").focus()
@@ -203,8 +219,12 @@ async def test_b_asks_for_the_sweep_before_starting(fake: FakeSSEServer, tmp_pat
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, BenchScreen)
-        assert (screen.spec.concurrency, screen.spec.input_len, screen.spec.output_len, screen.spec.num_prompts) \
-            == ((1, 2), 8, 5, 3)
+        assert (screen.spec.concurrency, screen.spec.input_len, screen.spec.output_len, screen.spec.num_prompts) == (
+            (1, 2),
+            8,
+            5,
+            3,
+        )
         await ended(pilot, screen)
         assert [lv.requests for lv in screen.levels] == [3, 3]
         await pilot.press("escape")
@@ -212,15 +232,23 @@ async def test_b_asks_for_the_sweep_before_starting(fake: FakeSSEServer, tmp_pat
         app.bench_runner(app, "p@h:gpu0")
         await until(pilot, lambda: isinstance(app.screen, BenchForm) and app.screen.values(), "the bench form again")
         assert isinstance(app.screen, BenchForm)
-        assert app.screen.values() == {"concurrency": "1,2", "input_len": "8", "output_len": "5",
-                                       "num_prompts": "3"}  # the last sweep's answers
+        assert app.screen.values() == {
+            "concurrency": "1,2",
+            "input_len": "8",
+            "output_len": "5",
+            "num_prompts": "3",
+        }  # the last sweep's answers
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, (BenchForm, BenchScreen))
 
 
 def test_parse_form_names_the_bad_field() -> None:
-    assert parse_form({"concurrency": "1,4", "input_len": "16", "output_len": "8", "num_prompts": ""}) == \
-        {"concurrency": (1, 4), "input_len": 16, "output_len": 8, "num_prompts": None}
+    assert parse_form({"concurrency": "1,4", "input_len": "16", "output_len": "8", "num_prompts": ""}) == {
+        "concurrency": (1, 4),
+        "input_len": 16,
+        "output_len": 8,
+        "num_prompts": None,
+    }
     with pytest.raises(ValueError, match="output tokens"):
         parse_form({"concurrency": "1", "input_len": "16", "output_len": "x", "num_prompts": ""})

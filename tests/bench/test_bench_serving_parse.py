@@ -8,29 +8,61 @@ from console.sglang.bench_serving_parse import parse_summaries, parse_summary
 
 
 def _line(label: str, value: float | str) -> str:
-    return "{:<40} {:<10.2f}".format(label + ":", value) if isinstance(value, float) else "{:<40} {:<10}".format(label + ":", value)
+    return (
+        "{:<40} {:<10.2f}".format(label + ":", value)
+        if isinstance(value, float)
+        else "{:<40} {:<10}".format(label + ":", value)
+    )
 
 
 def summary(concurrency: str | int = 32, extra: tuple[tuple[str, float], ...] = ()) -> str:
     out = ["", "{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")]
     rows: list[tuple[str, float | str | int]] = [
-        ("Backend", "sglang"), ("Traffic request rate", "inf"), ("Max request concurrency", concurrency),
-        ("Successful requests", 198), ("Benchmark duration (s)", 123.45), ("Total input tokens", 204800),
-        ("Total input text tokens", 204800), ("Total generated tokens", 102400),
-        ("Total generated tokens (retokenized)", 102391), ("Request throughput (req/s)", 1.62),
-        ("Input token throughput (tok/s)", 1659.02), ("Output token throughput (tok/s)", 829.51),
-        ("Peak output token throughput (tok/s)", 1024.00), ("Peak concurrent requests", 32),
-        ("Total token throughput (tok/s)", 2488.53), ("Concurrency", 31.87), ("Accept length", 3.12),
+        ("Backend", "sglang"),
+        ("Traffic request rate", "inf"),
+        ("Max request concurrency", concurrency),
+        ("Successful requests", 198),
+        ("Benchmark duration (s)", 123.45),
+        ("Total input tokens", 204800),
+        ("Total input text tokens", 204800),
+        ("Total generated tokens", 102400),
+        ("Total generated tokens (retokenized)", 102391),
+        ("Request throughput (req/s)", 1.62),
+        ("Input token throughput (tok/s)", 1659.02),
+        ("Output token throughput (tok/s)", 829.51),
+        ("Peak output token throughput (tok/s)", 1024.00),
+        ("Peak concurrent requests", 32),
+        ("Total token throughput (tok/s)", 2488.53),
+        ("Concurrency", 31.87),
+        ("Accept length", 3.12),
     ]
     out += [_line(k, v) for k, v in rows]
     sections = [
-        ("End-to-End Latency", [("Mean E2E Latency (ms)", 1000.0), ("Median E2E Latency (ms)", 950.5),
-                                ("P90 E2E Latency (ms)", 1500.0), ("P99 E2E Latency (ms)", 2100.25)]),
+        (
+            "End-to-End Latency",
+            [
+                ("Mean E2E Latency (ms)", 1000.0),
+                ("Median E2E Latency (ms)", 950.5),
+                ("P90 E2E Latency (ms)", 1500.0),
+                ("P99 E2E Latency (ms)", 2100.25),
+            ],
+        ),
         ("Time to First Token", [("Mean TTFT (ms)", 50.0), ("Median TTFT (ms)", 45.5), ("P99 TTFT (ms)", 120.0)]),
-        ("Time per Output Token (excl. 1st token)", [("Mean TPOT (ms)", 9.0), ("Median TPOT (ms)", 8.8),
-                                                     ("P99 TPOT (ms)", 12.0)]),
-        ("Inter-Token Latency", [("Mean ITL (ms)", 9.1), ("Median ITL (ms)", 8.7), ("P95 ITL (ms)", 11.0),
-                                 ("P99 ITL (ms)", 15.5), ("Max ITL (ms)", 40.0), *extra]),
+        (
+            "Time per Output Token (excl. 1st token)",
+            [("Mean TPOT (ms)", 9.0), ("Median TPOT (ms)", 8.8), ("P99 TPOT (ms)", 12.0)],
+        ),
+        (
+            "Inter-Token Latency",
+            [
+                ("Mean ITL (ms)", 9.1),
+                ("Median ITL (ms)", 8.7),
+                ("P95 ITL (ms)", 11.0),
+                ("P99 ITL (ms)", 15.5),
+                ("Max ITL (ms)", 40.0),
+                *extra,
+            ],
+        ),
     ]
     for title, items in sections:
         out.append("{s:{c}^{n}}".format(s=title, n=50, c="-"))
@@ -39,10 +71,12 @@ def summary(concurrency: str | int = 32, extra: tuple[tuple[str, float], ...] = 
     return "\n".join(out) + "\n"
 
 
-PREAMBLE = ("benchmark_args=Namespace(backend='sglang', dataset_name='random-ids')\n#Input tokens: 204800\n"
-            "#Output tokens: 102400\nStarting warmup with 1 sequences...\n"
-            "Warmup completed with 1 sequences. Starting main benchmark run...\n"
-            "\r  0%|          | 0/200 [00:00<?, ?it/s]\r 50%|█████     | 100/200 [00:30<00:30]\r100%|██████████| 200/200\n")
+PREAMBLE = (
+    "benchmark_args=Namespace(backend='sglang', dataset_name='random-ids')\n#Input tokens: 204800\n"
+    "#Output tokens: 102400\nStarting warmup with 1 sequences...\n"
+    "Warmup completed with 1 sequences. Starting main benchmark run...\n"
+    "\r  0%|          | 0/200 [00:00<?, ?it/s]\r 50%|█████     | 100/200 [00:30<00:30]\r100%|██████████| 200/200\n"
+)
 
 
 def test_parses_reference_summary_into_level() -> None:

@@ -112,12 +112,16 @@ def test_previous_record_same_preset_and_engine_newest() -> None:
 
 def test_previous_record_only_with_the_same_input_and_output_lengths() -> None:
     recs = [
-        {"time": "2026-01-01T00:00:00+00:00", "preset": "a", "server": "a@h:gpu0", "input_len": 1024,
-         "output_len": 256, "tag": "same"},
-        {"time": "2026-01-02T00:00:00+00:00", "preset": "a", "server": "a@h:gpu0", "input_len": 1024,
-         "output_len": 16},
-        {"time": "2026-01-03T00:00:00+00:00", "preset": "a", "server": "a@h:gpu0", "input_len": 8,
-         "output_len": 256},
+        {
+            "time": "2026-01-01T00:00:00+00:00",
+            "preset": "a",
+            "server": "a@h:gpu0",
+            "input_len": 1024,
+            "output_len": 256,
+            "tag": "same",
+        },
+        {"time": "2026-01-02T00:00:00+00:00", "preset": "a", "server": "a@h:gpu0", "input_len": 1024, "output_len": 16},
+        {"time": "2026-01-03T00:00:00+00:00", "preset": "a", "server": "a@h:gpu0", "input_len": 8, "output_len": 256},
     ]
     assert previous_record(recs, "a", "a@h:gpu0", "console", 1024, 256)["tag"] == "same"
     assert previous_record(recs, "a", "a@h:gpu0", "console", 512, 256) is None

@@ -67,8 +67,18 @@ def sim_fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 
 
 def test_bench_cli_json_and_compare(sim_fleet: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["--hosts", str(sim_fleet), "bench", "qwen36-bench", "--concurrency", "1,4", "--output-len", "16",
-            "--input-len", "16"]
+    argv = [
+        "--hosts",
+        str(sim_fleet),
+        "bench",
+        "qwen36-bench",
+        "--concurrency",
+        "1,4",
+        "--output-len",
+        "16",
+        "--input-len",
+        "16",
+    ]
     assert main([*argv, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["server"] == "qwen36-bench@blackwell:gpu0" and out["preset"] == "qwen36-bench"
@@ -97,8 +107,9 @@ def test_bench_cli_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert "needs a server or preset" in capsys.readouterr().err
 
 
-def test_engine_sglang_runs_bench_serving_on_the_host_and_agrees(sim_fleet: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_engine_sglang_runs_bench_serving_on_the_host_and_agrees(
+    sim_fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Both engines' figures agree with the server's own /metrics for the same requests (not with each other's
     run, which a busy machine may have slowed differently): exact counts, C in flight, e2e never below the server's."""
     preset = load_fleet(sim_fleet).presets["qwen36-bench"]
@@ -108,16 +119,28 @@ def test_engine_sglang_runs_bench_serving_on_the_host_and_agrees(sim_fleet: Path
     counts: dict[str, list[int]] = {}
     for engine in ("sglang", "console"):
         for c in (1, 8):
-            argv = ["--hosts", str(sim_fleet), "bench", "qwen36-bench", "--concurrency", str(c), "--output-len",
-                    "32", "--input-len", "32", "--json", "--no-save"] + (["--engine", "sglang"] if engine == "sglang"
-                                                                         else [])
+            argv = [
+                "--hosts",
+                str(sim_fleet),
+                "bench",
+                "qwen36-bench",
+                "--concurrency",
+                str(c),
+                "--output-len",
+                "32",
+                "--input-len",
+                "32",
+                "--json",
+                "--no-save",
+            ] + (["--engine", "sglang"] if engine == "sglang" else [])
             before = scrape(url)
             assert main(argv) == 0
             lv = json.loads(capsys.readouterr().out)["levels"][0]
             assert lv["concurrency"] == c and lv["errors"] == 0, (engine, lv)
             counts.setdefault(engine, []).append(lv["requests"])
-            problems += [f"{engine}: {p}" for p in Truth.between(before, scrape(url)).check_level(lv, 32, warmup=1,
-                                                                                               strays=3)]
+            problems += [
+                f"{engine}: {p}" for p in Truth.between(before, scrape(url)).check_level(lv, 32, warmup=1, strays=3)
+            ]
     assert counts["sglang"] == counts["console"], counts
     assert not problems, problems
     assert list((sim_fleet.parent / "blackwell" / "run" / "bench").glob("*-c8.jsonl"))

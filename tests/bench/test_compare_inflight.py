@@ -6,9 +6,19 @@ from console.sglang.benchstats import LevelResult, compare_levels
 
 
 def _lv(c: int, requests: int, tok_s: float) -> LevelResult:
-    return LevelResult(concurrency=c, requests=requests, output_throughput_tok_s=tok_s, request_throughput_rps=1.0,
-                       ttft_p50_s=0.05, ttft_p99_s=0.06, itl_p50_s=0.02, itl_p99_s=0.03, e2e_p50_s=0.5,
-                       e2e_p99_s=0.6, errors=0)
+    return LevelResult(
+        concurrency=c,
+        requests=requests,
+        output_throughput_tok_s=tok_s,
+        request_throughput_rps=1.0,
+        ttft_p50_s=0.05,
+        ttft_p99_s=0.06,
+        itl_p50_s=0.02,
+        itl_p99_s=0.03,
+        e2e_p50_s=0.5,
+        e2e_p99_s=0.6,
+        errors=0,
+    )
 
 
 def test_fewer_requests_than_c_is_not_compared_with_c_in_flight() -> None:

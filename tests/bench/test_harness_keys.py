@@ -14,7 +14,14 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is in
 
 def test_tmux_words_keep_every_character() -> None:
     assert [_tmux_word(w) for w in ("i", "Escape", "C-c", "?", "'", 'a"b$c\\d', "a'b\"c$\\")] == [
-        "i", "Escape", "C-c", "'?'", '"\'"', "'a\"b$c\\d'", '"a\'b\\"c\\$\\\\"']
+        "i",
+        "Escape",
+        "C-c",
+        "'?'",
+        '"\'"',
+        "'a\"b$c\\d'",
+        '"a\'b\\"c\\$\\\\"',
+    ]
 
 
 def test_keys_typed_through_the_control_client_arrive_as_typed(tmp_path) -> None:
@@ -31,7 +38,7 @@ def test_keys_typed_through_the_control_client_arrive_as_typed(tmp_path) -> None
         deadline = time.monotonic() + 10
         while "^[" not in con.screen() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert con.screen().splitlines()[1] == 'i?\'a"b$c\\da\'b"c$\\^['
+        assert con.screen().splitlines()[1] == "i?'a\"b$c\\da'b\"c$\\^["
     finally:
         _close(con)
 
@@ -77,6 +84,7 @@ def test_a_console_nobody_looks_at_keeps_printing(tmp_path) -> None:
     try:
         con.wait_output(0.01)  # the watch is open before the flood has gone through
         assert con._watch is not None
+
         def look() -> str:  # a `tmux capture-pane` process, not the command client: the watch is the only one attached
             return con.tmux("capture-pane", "-p", "-t", "c").stdout
 

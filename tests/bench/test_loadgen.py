@@ -89,8 +89,17 @@ def test_prompts_distinct_and_sized() -> None:
 async def test_history_roundtrip(tmp_path: Path, fake: FakeSSEServer) -> None:
     spec = BenchSpec(fake.url, concurrency=(1,), output_len=4)
     r = await run_sweep(spec)
-    rec = make_record(server="p@h:gpu0", preset="p", url=fake.url, engine="console", levels=r.levels, spec=spec,
-                      server_args=["--tp-size", "1"], gpu_model="NVIDIA H200", server_info=r.server_info)
+    rec = make_record(
+        server="p@h:gpu0",
+        preset="p",
+        url=fake.url,
+        engine="console",
+        levels=r.levels,
+        spec=spec,
+        server_args=["--tp-size", "1"],
+        gpu_model="NVIDIA H200",
+        server_info=r.server_info,
+    )
     path = tmp_path / "state" / "bench.jsonl"
     append_record(rec, path)
     path.open("a").write("{torn\n")

@@ -41,8 +41,9 @@ def test_other_work_runs_while_the_benchmarks_do_and_is_gone_after() -> None:
         assert len(procs) == 2 and all(p.poll() is None for p in procs)
         stats = [Path(f"/proc/{p.pid}/stat") for p in procs]
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not all(int(s.read_text().rsplit(")", 1)[1].split()[11]) > 0
-                                                      for s in stats):
+        while time.monotonic() < deadline and not all(
+            int(s.read_text().rsplit(")", 1)[1].split()[11]) > 0 for s in stats
+        ):
             time.sleep(0.05)  # utime in clock ticks: each has spent CPU, i.e. it is busy, not waiting
         assert all(int(s.read_text().rsplit(")", 1)[1].split()[11]) > 0 for s in stats)
     assert all(p.poll() is not None for p in procs)  # killed and reaped, also when the run fails

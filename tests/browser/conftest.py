@@ -28,8 +28,10 @@ def browser() -> Iterator[object]:
     cannot be called from a running event loop"."""
     path = chromium_path()
     if path is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium; `scripts/bootstrap --test` "
-                    "installs it as root)")
+        pytest.skip(
+            "Debian's chromium is not installed (apt-get install chromium; `scripts/bootstrap --test` "
+            "installs it as root)"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:

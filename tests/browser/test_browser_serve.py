@@ -151,8 +151,9 @@ def test_a_hosts_file_with_actions_allowed(browser, tmp_path: Path) -> None:
         sim_down(tmp_path / "fleet", timeout=3)
 
 
-@pytest.mark.parametrize(("width", "query", "size"), [(412, "", "9"), (800, "", "12"), (1400, "", "16"),
-                                                       (412, "&fontsize=14", "14")])
+@pytest.mark.parametrize(
+    ("width", "query", "size"), [(412, "", "9"), (800, "", "12"), (1400, "", "16"), (412, "&fontsize=14", "14")]
+)
 def test_font_size_fits_a_narrow_screen(browser, served: Served, width: int, query: str, size: str) -> None:
     """`delay=1` is textual-serve's "press Start" page: the font is chosen, no session is started."""
     ctx = browser.new_context(viewport={"width": width, "height": 900})

@@ -33,11 +33,31 @@ def test_the_console_through_an_ssh_tunnel(browser, ssh_host) -> None:
         local = free_port("127.0.0.1")
         assert local != port
         ssh = subprocess.Popen(
-            ["ssh", "-N", "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes", "-o", "IdentitiesOnly=yes",
-             "-o", f"UserKnownHostsFile={ssh_host.known_hosts}", "-o", "StrictHostKeyChecking=yes",
-             "-i", str(ssh_host.client_key), "-p", str(ssh_host.port),
-             "-L", f"127.0.0.1:{local}:127.0.0.1:{port}", f"{ssh_host.user}@{ssh_host.address}"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            [
+                "ssh",
+                "-N",
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "ExitOnForwardFailure=yes",
+                "-o",
+                "IdentitiesOnly=yes",
+                "-o",
+                f"UserKnownHostsFile={ssh_host.known_hosts}",
+                "-o",
+                "StrictHostKeyChecking=yes",
+                "-i",
+                str(ssh_host.client_key),
+                "-p",
+                str(ssh_host.port),
+                "-L",
+                f"127.0.0.1:{local}:127.0.0.1:{port}",
+                f"{ssh_host.user}@{ssh_host.address}",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         try:
             wait_port(local, ssh, 10)
             url = s.url.replace(f"127.0.0.1:{port}/", f"127.0.0.1:{local}/")

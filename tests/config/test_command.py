@@ -9,7 +9,7 @@ from console.config import parse_fleet
 from console.masking import mask
 from console.sglang.command import gpu_label, plan_launch, replica_name
 
-FLEET = '''
+FLEET = """
 [hosts.b]
 address = "10.0.0.2"
 python = "/venv/bin/python3"
@@ -29,7 +29,7 @@ host = "b"
 gpus = [2, 3]
 model = "/m"
 log = "{log_dir}/sglang_gpu{gpus}.log"
-'''
+"""
 
 
 def test_replicas_expand_per_gpu() -> None:
@@ -61,13 +61,16 @@ def test_labels() -> None:
 def test_hostile_values_reach_argv_literally(tmp_path: Path) -> None:
     canary = tmp_path / "pwned"
     evil = f"/m/$(touch {canary})/`touch {canary}`;touch {canary} && echo 'q\"uote'\nnew *"
-    fleet = parse_fleet(FLEET.replace('model = "/m"', "model = " + _toml_str(evil))
-                        .replace('"/venv/bin/python3"', _toml_str(str(tmp_path / "py"))))
+    fleet = parse_fleet(
+        FLEET.replace('model = "/m"', "model = " + _toml_str(evil)).replace(
+            '"/venv/bin/python3"', _toml_str(str(tmp_path / "py"))
+        )
+    )
     (plan,) = plan_launch(fleet, "tp2", "S")
     # A stand-in python that records its argv, one per line, NUL-separated.
     py = tmp_path / "py"
     out = tmp_path / "argv"
-    py.write_text(f"#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done > {out}\n")
+    py.write_text(f'#!/bin/sh\nfor a in "$@"; do printf \'%s\\0\' "$a"; done > {out}\n')
     py.chmod(0o755)
     cmd = plan.command.replace(" /logs", f" {tmp_path}/logs")
     subprocess.run(["/bin/sh", "-c", cmd], check=True, timeout=10)
@@ -91,9 +94,11 @@ def _toml_str(s: str) -> str:
 def test_printed_command_names_the_api_key_env_key_it_leaves_out() -> None:
     """The comment ending the printed command names what travels in 0600 files; a preset whose key comes from
     `api_key_env` got `--api-key` too but the comment left it out (or was missing altogether)."""
-    fleet = parse_fleet(FLEET + '\n[presets.keyed]\nhost = "b"\ngpus = [0]\nmodel = "/m"\napi_key_env = "MY_KEY"\n'
-                        '[presets.both]\nhost = "b"\ngpus = [1]\nmodel = "/m"\napi_key_env = "MY_KEY"\n'
-                        'args = ["--api-key", "sk-in-args-123456"]\nenv = { HF_TOKEN = "hf_abcdefgh" }\n')
+    fleet = parse_fleet(
+        FLEET + '\n[presets.keyed]\nhost = "b"\ngpus = [0]\nmodel = "/m"\napi_key_env = "MY_KEY"\n'
+        '[presets.both]\nhost = "b"\ngpus = [1]\nmodel = "/m"\napi_key_env = "MY_KEY"\n'
+        'args = ["--api-key", "sk-in-args-123456"]\nenv = { HF_TOKEN = "hf_abcdefgh" }\n'
+    )
     (keyed,) = plan_launch(fleet, "keyed", "S")
     assert keyed.command.endswith("& echo $!  # secrets passed in 0600 files, never on argv: $MY_KEY as --api-key")
     assert mask(keyed.command) == keyed.command  # shown as is: it names the variable, not the key

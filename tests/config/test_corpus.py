@@ -43,8 +43,12 @@ def test_missing_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("case", ["unknown_key", "syntax_error", "empty", "non_utf8"])
 def test_cli_exit_2_no_traceback(case: str) -> None:
-    r = subprocess.run([sys.executable, "-m", "console", "--hosts", str(CORPUS / f"{case}.toml"), "check"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "console", "--hosts", str(CORPUS / f"{case}.toml"), "check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2
     assert "Traceback" not in r.stderr + r.stdout
     assert f"{case}.toml:" in r.stderr

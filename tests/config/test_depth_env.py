@@ -10,12 +10,16 @@ from console.tomlpos import too_deep
 HEAD = '[hosts.h]\ntransport = "local"\n\n[presets.p]\nhost = "h"\ngpus = [0]\nmodel = "/m"\n'
 
 
-@pytest.mark.parametrize(("value", "line"), [
-    ("[" * 5000 + "]" * 5000, 8),                                # arrays (tomllib: RecursionError)
-    ("{ a = " * 600 + "1" + " }" * 600, 8),                      # inline tables
-    ("[" + "{ a = [" * 400 + "1" + "] }" * 400 + "]", 8),        # both, interleaved
-    ("[\n" * 2000 + "]\n" * 2000, 8 + MAX_DEPTH),                # multi-line array: the first bracket too deep
-], ids=["arrays", "inline-tables", "interleaved", "multi-line"])
+@pytest.mark.parametrize(
+    ("value", "line"),
+    [
+        ("[" * 5000 + "]" * 5000, 8),  # arrays (tomllib: RecursionError)
+        ("{ a = " * 600 + "1" + " }" * 600, 8),  # inline tables
+        ("[" + "{ a = [" * 400 + "1" + "] }" * 400 + "]", 8),  # both, interleaved
+        ("[\n" * 2000 + "]\n" * 2000, 8 + MAX_DEPTH),  # multi-line array: the first bracket too deep
+    ],
+    ids=["arrays", "inline-tables", "interleaved", "multi-line"],
+)
 def test_deep_value_is_a_located_error(value: str, line: int) -> None:
     """Regression: these raised RecursionError out of tomllib (a traceback at the user)."""
     text = HEAD + "args = " + value + "\n"
@@ -33,12 +37,19 @@ def test_depth_at_the_limit_is_not_a_depth_error() -> None:
     assert too_deep(f"x = [{ok}]\n", MAX_DEPTH) == (1, 5 + MAX_DEPTH)
 
 
-@pytest.mark.parametrize("text", ids=["basic", "literal", "multi-basic", "multi-literal", "comment", "key", "headers"],
-                         argvalues=[
-    'x = "' + "[" * 100 + '"\n', "x = '" + "{" * 100 + "'\n", 'x = """\n' + "[" * 100 + '\n"""\n',
-    "x = '''" + "[" * 100 + "'''\n", "# " + "[" * 100 + "\n", '"k[[[[[[[[[[[[[[[[[[[[[[[[" = 1\n',
-    "[a]\n[[b]]\n[[b]]\n" * 30,
-])
+@pytest.mark.parametrize(
+    "text",
+    ids=["basic", "literal", "multi-basic", "multi-literal", "comment", "key", "headers"],
+    argvalues=[
+        'x = "' + "[" * 100 + '"\n',
+        "x = '" + "{" * 100 + "'\n",
+        'x = """\n' + "[" * 100 + '\n"""\n',
+        "x = '''" + "[" * 100 + "'''\n",
+        "# " + "[" * 100 + "\n",
+        '"k[[[[[[[[[[[[[[[[[[[[[[[[" = 1\n',
+        "[a]\n[[b]]\n[[b]]\n" * 30,
+    ],
+)
 def test_brackets_in_strings_comments_and_headers_do_not_count(text: str) -> None:
     assert too_deep(text, MAX_DEPTH) is None
 
@@ -88,8 +99,13 @@ def test_check_of_a_local_model_whose_config_json_is_too_deep(tmp_path) -> None:
     (model / "config.json").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
     hosts = tmp_path / "hosts.toml"
     hosts.write_text(f'[hosts.h]\ntransport = "local"\n\n[presets.p]\nhost = "h"\ngpus = [0]\nmodel = "{model}"\n')
-    r = subprocess.run([sys.executable, "-m", "console", "check", "--hosts", str(hosts)], capture_output=True,
-                       text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
+    r = subprocess.run(
+        [sys.executable, "-m", "console", "check", "--hosts", str(hosts)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert "Traceback" not in r.stderr and "RecursionError" not in r.stderr + r.stdout, r.stderr[-500:]
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"{model}/config.json" in r.stdout and "nested deeper than" in r.stdout, r.stdout

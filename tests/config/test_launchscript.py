@@ -21,28 +21,33 @@ def _plan(tmp_path: Path):  # type: ignore[no-untyped-def]
     py = tmp_path / "py"
     record = tmp_path / "argv"
     # a stand-in python recording its argv and environment, NUL-separated
-    py.write_text(f"#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done > {record}.tmp\n"
-                  f"env > {tmp_path}/env\nmv {record}.tmp {record}\n")
+    py.write_text(
+        f'#!/bin/sh\nfor a in "$@"; do printf \'%s\\0\' "$a"; done > {record}.tmp\n'
+        f"env > {tmp_path}/env\nmv {record}.tmp {record}\n"
+    )
     py.chmod(0o755)
     fleet = parse_fleet(
         f'[hosts.h]\ntransport = "local"\nrun_dir = "{tmp_path}/run"\nlog_dir = "{tmp_path}/logs"\n'
         f'[presets.p]\nhost = "h"\ngpus = [0]\nmodel = "/m"\npython = "{py}"\n'
         f'args = ["--api-key", "{KEY}", "--admin-api-key={ADMIN}", "--enable-metrics"]\n'
-        f'env = {{ HF_TOKEN = "{HF}", DB_PASSWORD = "{PW}", PLAIN = "visible" }}\n')
+        f'env = {{ HF_TOKEN = "{HF}", DB_PASSWORD = "{PW}", PLAIN = "visible" }}\n'
+    )
     (plan,) = plan_launch(fleet, "p", "S")
     return plan, record
 
 
 def test_secrets_leave_every_command_text(tmp_path: Path) -> None:
     plan, _ = _plan(tmp_path)
-    texts = {"printed": plan.command, "validator": validation_command(plan),
-             "script": launchscript.launch_script(plan, f"{tmp_path}/run/servers/p", f"{tmp_path}/lock", "tok", "id")}
+    texts = {
+        "printed": plan.command,
+        "validator": validation_command(plan),
+        "script": launchscript.launch_script(plan, f"{tmp_path}/run/servers/p", f"{tmp_path}/lock", "tok", "id"),
+    }
     for where, text in texts.items():
         assert not [s for s in (KEY, ADMIN, HF, PW) if s in text], where
     assert "PLAIN=visible" in plan.command and "--enable-metrics" in plan.command
     assert "--api-key, --admin-api-key, HF_TOKEN, DB_PASSWORD" in plan.command  # says what it left out
-    data = launchscript.launch_input('"name": "p"}', plan.secret_args,
-                                     plan.secret_env)
+    data = launchscript.launch_input('"name": "p"}', plan.secret_args, plan.secret_env)
     assert all(s in data for s in (KEY, ADMIN, HF, PW)) and data.endswith(launchscript.END_MARK + "\n")
 
 

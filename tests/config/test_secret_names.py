@@ -8,8 +8,30 @@ from hypothesis import strategies as st
 from console.masking import is_secret_name
 from console.sglang.command import is_secret_env
 
-WORDS = ["HF", "TOKEN", "KEY", "API", "SECRET", "PASSWORD", "PASSWD", "AWS", "ACCESS", "MAX", "NUM", "TOKENS",
-         "TOKENIZERS", "PARALLELISM", "PATH", "CUDA", "VISIBLE", "DEVICES", "GITHUB", "APIKEY", "x", "y"]
+WORDS = [
+    "HF",
+    "TOKEN",
+    "KEY",
+    "API",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "AWS",
+    "ACCESS",
+    "MAX",
+    "NUM",
+    "TOKENS",
+    "TOKENIZERS",
+    "PARALLELISM",
+    "PATH",
+    "CUDA",
+    "VISIBLE",
+    "DEVICES",
+    "GITHUB",
+    "APIKEY",
+    "x",
+    "y",
+]
 
 
 @settings(max_examples=500, derandomize=True)

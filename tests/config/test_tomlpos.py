@@ -2,7 +2,7 @@
 
 from console.tomlpos import TomlLocator
 
-TEXT = '''# comment
+TEXT = """# comment
 [hosts."ct-129"]
 address = "10.0.0.1"   # trailing
 env = { LD_LIBRARY_PATH = "/x", B = 'y' }
@@ -12,7 +12,7 @@ args = [
   "--a", # first
   "--b",
 ]
-'''
+"""
 
 
 def test_positions() -> None:

@@ -34,8 +34,7 @@ def out_path() -> Path:
     return Path(os.environ.get("DFLASH_RELIABILITY_OUT") or DEFAULT_OUT)
 
 
-def record(suite: str, case: str, trial: int, ok: bool, seconds: float, detail: str = "",
-           **figures: float) -> Trial:
+def record(suite: str, case: str, trial: int, ok: bool, seconds: float, detail: str = "", **figures: float) -> Trial:
     t = Trial(suite, case, trial, ok, round(seconds, 3), detail[:500], {k: round(v, 3) for k, v in figures.items()})
     with _lock:
         _RECORDS.append(t)
@@ -56,8 +55,13 @@ def write() -> Path | None:
         return None
     p = out_path()
     p.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "pid": os.getpid(),
-           "trials_scale": os.environ.get("DFLASH_FAULT_TRIALS", ""), "seed": SEED, "records": recs}
+    doc = {
+        "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "pid": os.getpid(),
+        "trials_scale": os.environ.get("DFLASH_FAULT_TRIALS", ""),
+        "seed": SEED,
+        "records": recs,
+    }
     tmp = p.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1))
     os.replace(tmp, p)

@@ -69,9 +69,11 @@ class SimHost:
     spec: SimHostSpec
 
     def section(self, *, run_dir: str | None = None, log_dir: str | None = None) -> str:
-        return (self.ssh.hosts_toml_section(self.name)
-                + f'python = "{self.dir}/venv/bin/python3"\nrun_dir = "{run_dir or self.dir / "run"}"\n'
-                + f'log_dir = "{log_dir or self.dir / "logs"}"\n')
+        return (
+            self.ssh.hosts_toml_section(self.name)
+            + f'python = "{self.dir}/venv/bin/python3"\nrun_dir = "{run_dir or self.dir / "run"}"\n'
+            + f'log_dir = "{log_dir or self.dir / "logs"}"\n'
+        )
 
     def model(self, name: str = MODEL) -> str:
         return str(self.dir / "models" / name)
@@ -106,8 +108,14 @@ class SimFleet:
     root: Path
     hosts: dict[str, SimHost] = field(default_factory=dict)
 
-    def toml(self, presets: str = "", *, extra_hosts: str = "", name: str = "hosts.toml",
-             host_overrides: dict[str, dict[str, str]] | None = None) -> Path:
+    def toml(
+        self,
+        presets: str = "",
+        *,
+        extra_hosts: str = "",
+        name: str = "hosts.toml",
+        host_overrides: dict[str, dict[str, str]] | None = None,
+    ) -> Path:
         parts = ["[console]\npoll_ms = 500\n"]
         for h in self.hosts.values():
             parts.append(h.section(**(host_overrides or {}).get(h.name, {})))
@@ -128,8 +136,13 @@ def scratch_root() -> Path:
     return d
 
 
-def build_sim_fleet(factory: Callable[..., Any], root: Path, names: list[str],
-                    spec: SimHostSpec = CT129_SPEC, faults: dict[str, list[str]] | None = None) -> SimFleet:
+def build_sim_fleet(
+    factory: Callable[..., Any],
+    root: Path,
+    names: list[str],
+    spec: SimHostSpec = CT129_SPEC,
+    faults: dict[str, list[str]] | None = None,
+) -> SimFleet:
     """Sim hosts under `root` (from `scratch_root()`), each fronted by its own sshd from `factory`."""
     _interp_reachable()
     root.mkdir(parents=True, exist_ok=True)
@@ -143,11 +156,22 @@ def build_sim_fleet(factory: Callable[..., Any], root: Path, names: list[str],
     return fleet
 
 
-def preset_toml(name: str, host: SimHost, *, gpus: str = "[0]", port: int = 30000, args: str = "[]",
-                env: str = "{}", model: str | None = None, extra: str = "") -> str:
+def preset_toml(
+    name: str,
+    host: SimHost,
+    *,
+    gpus: str = "[0]",
+    port: int = 30000,
+    args: str = "[]",
+    env: str = "{}",
+    model: str | None = None,
+    extra: str = "",
+) -> str:
     model = model if model is not None else json.dumps(host.model())
-    return (f'[presets.{name}]\nhost = "{host.name}"\ngpus = {gpus}\nmodel = {model}\nport = {port}\n'
-            f"args = {args}\nenv = {env}\nready_timeout = 120\n{extra}\n")
+    return (
+        f'[presets.{name}]\nhost = "{host.name}"\ngpus = {gpus}\nmodel = {model}\nport = {port}\n'
+        f"args = {args}\nenv = {env}\nready_timeout = 120\n{extra}\n"
+    )
 
 
 async def wait_for(pred: Callable[[], Any], timeout: float, what: str = "condition", every: float = 0.05) -> Any:
@@ -175,4 +199,3 @@ def isolate_env(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.setenv("DFLASH_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("DFLASH_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
-

@@ -53,23 +53,36 @@ def known_gap_recorder(suite: str) -> Callable[[pytest.TestReport], None]:
         if f"/{suite}/" not in report.nodeid:
             return
         if report.when == "call" and getattr(report, "wasxfail", None) is not None:
-            results.record(suite, f"known gap: {_short(report.nodeid)}", 0, False, report.duration,
-                           str(report.wasxfail).removeprefix("reason: "))
+            results.record(
+                suite,
+                f"known gap: {_short(report.nodeid)}",
+                0,
+                False,
+                report.duration,
+                str(report.wasxfail).removeprefix("reason: "),
+            )
             return
         if report.when == "setup":
             at_start[report.nodeid] = results.count()
         if report.skipped and getattr(report, "wasxfail", None) is None:
-            results.record(suite, f"not run: {_short(report.nodeid)}", 0, False, report.duration,
-                           f"skipped: {_reason(report)}")
+            results.record(
+                suite, f"not run: {_short(report.nodeid)}", 0, False, report.duration, f"skipped: {_reason(report)}"
+            )
         elif report.failed and report.when == "setup":
-            results.record(suite, f"setup failed: {_short(report.nodeid)}", 0, False, report.duration,
-                           _reason(report))
+            results.record(suite, f"setup failed: {_short(report.nodeid)}", 0, False, report.duration, _reason(report))
         elif report.failed and report.when == "call" and results.count() == at_start.get(report.nodeid, -1):
-            results.record(suite, f"failed before recording a trial: {_short(report.nodeid)}", 0, False,
-                           report.duration, _reason(report))
+            results.record(
+                suite,
+                f"failed before recording a trial: {_short(report.nodeid)}",
+                0,
+                False,
+                report.duration,
+                _reason(report),
+            )
         elif report.failed and report.when == "teardown":
-            results.record(suite, f"teardown failed: {_short(report.nodeid)}", 0, False, report.duration,
-                           _reason(report))
+            results.record(
+                suite, f"teardown failed: {_short(report.nodeid)}", 0, False, report.duration, _reason(report)
+            )
 
     return hook
 

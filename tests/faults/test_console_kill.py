@@ -25,8 +25,14 @@ SLOW_SCALE = "0.25"
 
 
 def _console(argv: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, *argv], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, *argv],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _kill(p: subprocess.Popen[str]) -> str:
@@ -79,8 +85,12 @@ async def _trial(h: SimHost, hosts_toml: Path, preset: str, when: str, i: int) -
             if when == "serving":
                 await wait_for(lambda: s.health == "ok", 10, "health ok after re-attach")
             truth = _log_phase(log_dir, old)
-            if s.phase not in want or (truth in want and s.phase != truth and when == "startup"
-                                       and STARTUP_PHASES.index(s.phase) > STARTUP_PHASES.index(truth)):
+            if s.phase not in want or (
+                truth in want
+                and s.phase != truth
+                and when == "startup"
+                and STARTUP_PHASES.index(s.phase) > STARTUP_PHASES.index(truth)
+            ):
                 raise AssertionError(f"re-attached console shows {s.phase!r}; the log says {truth!r}")
             figs["phase_ok"] = 1.0
             again = await actions.launch(ctl, preset)
@@ -89,11 +99,18 @@ async def _trial(h: SimHost, hosts_toml: Path, preset: str, when: str, i: int) -
             other = await actions.launch(ctl, f"{preset}-other")
             assert not other.ok and "GPU 0" in other.message, f"another preset onto the busy GPU: {other.message}"
             if i < 2:  # and through the real CLI, as a person would try it
-                cli = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "console", "--hosts",
-                                                               str(hosts_toml), "launch", preset], cwd=REPO,
-                                              capture_output=True, text=True, timeout=60)
-                assert cli.returncode == 1 and "already running" in cli.stderr + cli.stdout, (cli.returncode,
-                                                                                              cli.stderr[-300:])
+                cli = await asyncio.to_thread(
+                    subprocess.run,
+                    [sys.executable, "-m", "console", "--hosts", str(hosts_toml), "launch", preset],
+                    cwd=REPO,
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
+                assert cli.returncode == 1 and "already running" in cli.stderr + cli.stdout, (
+                    cli.returncode,
+                    cli.stderr[-300:],
+                )
             assert _sglang_mains(h) == pids, f"server processes now {_sglang_mains(h)}, were {pids}"
             figs["refuse_s"] = time.monotonic() - killed_at - figs["reattach_s"]
             t_stop = time.monotonic()
@@ -153,6 +170,7 @@ async def test_console_sigkill_during_startup_and_serving(ssh_host_factory, sim_
         _series(sf.hosts["ks0"], hosts_toml, "p0", "startup", split[0]),
         _series(sf.hosts["ks1"], hosts_toml, "p1", "startup", split[1]),
         _series(sf.hosts["kv0"], hosts_toml, "p2", "serving", split[0]),
-        _series(sf.hosts["kv1"], hosts_toml, "p3", "serving", split[1]))
+        _series(sf.hosts["kv1"], hosts_toml, "p3", "serving", split[1]),
+    )
     flat = [f for fs in fails for f in fs]
     assert not flat, "\n".join(flat)

@@ -25,8 +25,11 @@ def fill_log_disk(h: SimHost) -> str:
     if not h.ssh.netns:  # the tmpfs must land in the host's own mount namespace, never on this machine
         pytest.skip("a full log disk needs root and per-host mount namespaces (loopback mode)")
     d = h.dir / "logs"
-    r = h.ssh.exec(f"mount -t tmpfs -o size=256k,mode=0777 dfcfull {d} && "
-                   f"dd if=/dev/zero of={d}/fill bs=4k 2>/dev/null; df -P {d} | tail -1", as_user=False)
+    r = h.ssh.exec(
+        f"mount -t tmpfs -o size=256k,mode=0777 dfcfull {d} && "
+        f"dd if=/dev/zero of={d}/fill bs=4k 2>/dev/null; df -P {d} | tail -1",
+        as_user=False,
+    )
     assert " 100% " in r.stdout, f"could not fill the log disk: {r.stdout} {r.stderr}"
     return str(d)
 
@@ -54,8 +57,17 @@ async def _full_disk_launch(ssh_host_factory, sim_root: Path, n: int) -> list[di
             t0 = time.monotonic()
             out = await actions.launch(ctl, "f", wait=True)
             s = ctl.state.servers.get(out.servers[0]) if out.servers else None
-            shown = " ".join(filter(None, [out.message, s.last_action if s else "", s.log_error if s else "",
-                                           s.log.diagnosis.summary if s and s.log.diagnosis else ""])).lower()
+            shown = " ".join(
+                filter(
+                    None,
+                    [
+                        out.message,
+                        s.last_action if s else "",
+                        s.log_error if s else "",
+                        s.log.diagnosis.summary if s and s.log.diagnosis else "",
+                    ],
+                )
+            ).lower()
             updating = await _alive_and_updating(ctl, "full")
             outs.append({"i": i, "ok": out.ok, "shown": shown, "updating": updating, "t": time.monotonic() - t0})
     _RUNS["full"] = outs
@@ -67,10 +79,22 @@ async def test_full_log_disk_launch_fails_cleanly(ssh_host_factory, sim_root: Pa
     outs = await _full_disk_launch(ssh_host_factory, sim_root, trials(2))
     for o in outs:
         clear = any(w in str(o["shown"]) for w in NOSPACE_WORDS)
-        results.record("faults", "log disk full at launch: fails cleanly, host keeps updating", int(o["i"]),  # type: ignore[call-overload]
-                       not o["ok"] and bool(o["updating"]), float(o["t"]), str(o["shown"])[:300])  # type: ignore[arg-type]
-        results.record("faults", "log disk full at launch: cause says no space", int(o["i"]), clear,  # type: ignore[call-overload]
-                       0.0, str(o["shown"])[:300])
+        results.record(
+            "faults",
+            "log disk full at launch: fails cleanly, host keeps updating",
+            int(o["i"]),  # type: ignore[call-overload]
+            not o["ok"] and bool(o["updating"]),
+            float(o["t"]),
+            str(o["shown"])[:300],
+        )  # type: ignore[arg-type]
+        results.record(
+            "faults",
+            "log disk full at launch: cause says no space",
+            int(o["i"]),
+            clear,  # type: ignore[call-overload]
+            0.0,
+            str(o["shown"])[:300],
+        )
     assert all(not o["ok"] for o in outs), outs
     assert all(o["updating"] for o in outs), outs
 
@@ -106,8 +130,14 @@ async def test_log_deleted_under_the_tail_no_crash(ssh_host_factory, sim_root: P
     t0 = time.monotonic()
     err, server_ok, updating = await _deleted_log(ssh_host_factory, sim_root)
     clear = err is not None and any(w in err.lower() for w in DELETED_WORDS)
-    results.record("faults", "log deleted under the tail: no crash, server still shown serving", 0,
-                   server_ok and updating, time.monotonic() - t0, f"log error: {err!r}")
+    results.record(
+        "faults",
+        "log deleted under the tail: no crash, server still shown serving",
+        0,
+        server_ok and updating,
+        time.monotonic() - t0,
+        f"log error: {err!r}",
+    )
     results.record("faults", "log deleted under the tail: error says so", 0, clear, 0.0, f"log error: {err!r}")
     assert server_ok and updating
 

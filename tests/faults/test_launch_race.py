@@ -24,8 +24,7 @@ from tests.faults.simfleet import REPO, SimHost, build_sim_fleet, controller, pr
 
 def _server_sessions(h: SimHost) -> set[int]:
     """Session ids of SGLang launches on the host (gate or server: either one is a launch that went through)."""
-    r = h.ssh.exec("ps -eo sid=,args= | awk '/-m sglang[.]launch_server/ && !/awk/ && !/meta[.]json[.]tmp/ "
-                   "{print $1}'")
+    r = h.ssh.exec("ps -eo sid=,args= | awk '/-m sglang[.]launch_server/ && !/awk/ && !/meta[.]json[.]tmp/ {print $1}'")
     return {int(x) for x in r.stdout.split()}
 
 
@@ -60,22 +59,39 @@ async def test_two_consoles_one_gpu_same_tick(ssh_host_factory, sim_root: Path) 
             if len(ok) == 1 and refused:
                 refusal_s.append(took)
             says = refused[0].message if refused else ""
-            results.record("faults", "two consoles launch onto one GPU in one tick", i,
-                           len(ok) == 1 and len(sids) == 1 and ("GPU 0" in says or "already running" in says),
-                           took, f"ok={len(ok)} sessions={len(sids)} refusal={says[:200]!r}", refusal_s=took)
+            results.record(
+                "faults",
+                "two consoles launch onto one GPU in one tick",
+                i,
+                len(ok) == 1 and len(sids) == 1 and ("GPU 0" in says or "already running" in says),
+                took,
+                f"ok={len(ok)} sessions={len(sids)} refusal={says[:200]!r}",
+                refusal_s=took,
+            )
             _kill_sessions(h, sids)
-            await wait_for(lambda: not any(s.alive for c in (c1, c2) for s in c.state.servers_on("race")), 15,
-                           f"both consoles to see trial {i}'s server gone (sessions {sids}, still shown: "
-                           f"{[s.name for c in (c1, c2) for s in c.state.servers_on('race') if s.alive]})")
+            await wait_for(
+                lambda: not any(s.alive for c in (c1, c2) for s in c.state.servers_on("race")),
+                15,
+                f"both consoles to see trial {i}'s server gone (sessions {sids}, still shown: "
+                f"{[s.name for c in (c1, c2) for s in c.state.servers_on('race') if s.alive]})",
+            )
     assert doubles == 0, f"{doubles} of {n} trials started two servers"
     assert len(refusal_s) == n
-    print(f"two consoles: {n} trials, 0 doubles; refusal after median {statistics.median(refusal_s):.2f} s, "
-          f"worst {max(refusal_s):.2f} s")
+    print(
+        f"two consoles: {n} trials, 0 doubles; refusal after median {statistics.median(refusal_s):.2f} s, "
+        f"worst {max(refusal_s):.2f} s"
+    )
 
 
 def _cli(hosts: Path, *argv: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "console", "--hosts", str(hosts), *argv], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "console", "--hosts", str(hosts), *argv],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 async def test_console_killed_before_meta_json_leaves_no_server(ssh_host_factory, sim_root: Path) -> None:
@@ -92,16 +108,16 @@ async def test_console_killed_before_meta_json_leaves_no_server(ssh_host_factory
     assert h.ssh.exec(f"mkdir -p '{d}' && mkfifo '{d}/meta.json.tmp'").returncode == 0
     proc = _cli(hosts, "launch", "k")
     try:
-        gate = await wait_for(lambda: _pids(h, launchscript.GATE_NAME, without="meta.json.tmp"), 20,
-                              "the gated server process")
+        gate = await wait_for(
+            lambda: _pids(h, launchscript.GATE_NAME, without="meta.json.tmp"), 20, "the gated server process"
+        )
         frozen = time.monotonic()
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=10)
     for pid in _pids(h, "meta.json.tmp"):  # the launching shell, blocked on the FIFO
         h.ssh.exec(f"kill -KILL {pid} 2>/dev/null; true")
-    await wait_for(lambda: not any(h.alive(p) for p in gate), launchscript.GATE_TRIES * 0.1 + 10,
-                   "the gate to give up")
+    await wait_for(lambda: not any(h.alive(p) for p in gate), launchscript.GATE_TRIES * 0.1 + 10, "the gate to give up")
     gave_up = time.monotonic() - frozen
     log = next(iter(sorted((h.dir / "logs").glob("k_*.log"))), None)
     text = log.read_text() if log else ""
@@ -113,9 +129,15 @@ async def test_console_killed_before_meta_json_leaves_no_server(ssh_host_factory
         live = [s.name for s in ctl.state.servers_on("kmeta") if s.alive]
         again = await actions.launch(ctl, "k")  # the dead console's lock went with its channel
     ok = not started and not live and again.ok and "not started" in text
-    results.record("faults", "console SIGKILLed between fork and meta.json: no server, lock free again", 0, ok,
-                   time.monotonic() - t0, f"started={started} live={live} relaunch={again.message[:120]!r} "
-                   f"log={text[-200:]!r}", gate_gave_up_s=gave_up)
+    results.record(
+        "faults",
+        "console SIGKILLed between fork and meta.json: no server, lock free again",
+        0,
+        ok,
+        time.monotonic() - t0,
+        f"started={started} live={live} relaunch={again.message[:120]!r} log={text[-200:]!r}",
+        gate_gave_up_s=gave_up,
+    )
     assert not started, text
     assert "not started" in text, text
     assert not live, live
@@ -138,9 +160,12 @@ def _mount_tiny_run_dir(h: SimHost, leave_pages: int) -> str:
     d = h.dir / "run"
     d.mkdir(exist_ok=True)
     pads = " ".join(f"{d}/pad{i}" for i in range(leave_pages))
-    r = h.ssh.exec(f"mount -t tmpfs -o size=256k,mode=0777 dfcrun {d} && "
-                   f"for p in {pads} ''; do [ -n \"$p\" ] && dd if=/dev/zero of=$p bs=4k count=1 2>/dev/null; done; "
-                   f"dd if=/dev/zero of={d}/fill bs=4k 2>/dev/null; rm -f {pads}; df -Pk {d} | tail -1", as_user=False)
+    r = h.ssh.exec(
+        f"mount -t tmpfs -o size=256k,mode=0777 dfcrun {d} && "
+        f"for p in {pads} ''; do [ -n \"$p\" ] && dd if=/dev/zero of=$p bs=4k count=1 2>/dev/null; done; "
+        f"dd if=/dev/zero of={d}/fill bs=4k 2>/dev/null; rm -f {pads}; df -Pk {d} | tail -1",
+        as_user=False,
+    )
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -158,8 +183,14 @@ async def test_full_run_dir_refuses_the_launch(ssh_host_factory, sim_root: Path)
         sessions = _server_sessions(h)
     said = out.message.lower()
     ok = not out.ok and "no space" in said and "run_dir" in said and not sessions
-    results.record("faults", "run_dir disk full at launch: refused, names run_dir, no server", 0, ok,
-                   time.monotonic() - t0, f"{out.message[:200]!r} sessions={sessions} df={df.strip()!r}")
+    results.record(
+        "faults",
+        "run_dir disk full at launch: refused, names run_dir, no server",
+        0,
+        ok,
+        time.monotonic() - t0,
+        f"{out.message[:200]!r} sessions={sessions} df={df.strip()!r}",
+    )
     assert not out.ok and "no space" in said and "run_dir" in said, out.message
     assert not sessions
 
@@ -183,10 +214,22 @@ async def test_run_dir_full_after_the_checks_fails_loudly(ssh_host_factory, sim_
         live = [s.name for s in ctl.state.servers_on("runfull2") if s.alive]
     log = Path(plan.log_path)
     text = log.read_text() if log.exists() else ""
-    ok = (not ok_start and "meta.json" in msg and "disk full" in msg and not sessions and not live
-          and "server_args=" not in text)
-    results.record("faults", "run_dir full between pre-checks and meta.json: fails loudly, no server", 0, ok,
-                   time.monotonic() - t0, f"{msg[:200]!r} sessions={sessions} df={df.strip()!r}")
+    ok = (
+        not ok_start
+        and "meta.json" in msg
+        and "disk full" in msg
+        and not sessions
+        and not live
+        and "server_args=" not in text
+    )
+    results.record(
+        "faults",
+        "run_dir full between pre-checks and meta.json: fails loudly, no server",
+        0,
+        ok,
+        time.monotonic() - t0,
+        f"{msg[:200]!r} sessions={sessions} df={df.strip()!r}",
+    )
     assert not ok_start and "meta.json" in msg and "disk full" in msg, msg
     assert not sessions and not live
     assert "server_args=" not in text, text
@@ -197,7 +240,9 @@ def _mount_tiny_run_dir_keep_lock(h: SimHost, lock: hostlock.HeldLock) -> str:
     old inode below; the launch script only reads the file's token)."""
     saved = h.ssh.exec(f"cat '{lock.path}'").stdout
     df = _mount_tiny_run_dir(h, 2)
-    r = h.ssh.exec(f"mkdir -p '{Path(lock.path).parent}' && printf '%s\\n' '{saved.strip()}' > '{lock.path}' && "
-                   f"df -Pk '{h.dir}/run' | tail -1")
+    r = h.ssh.exec(
+        f"mkdir -p '{Path(lock.path).parent}' && printf '%s\\n' '{saved.strip()}' > '{lock.path}' && "
+        f"df -Pk '{h.dir}/run' | tail -1"
+    )
     assert r.returncode == 0, r.stderr
     return df + r.stdout

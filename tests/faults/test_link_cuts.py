@@ -104,8 +104,7 @@ async def _one_cut(ctl, watch: Watch, h: SimHost, server: str, kind: str, figs: 
     cut_at = time.monotonic()
     await _cut(h, kind)
     try:
-        await wait_for(lambda d=downs0: len(watch.downs.get(h.name, [])) > d, 15,
-                       f"{h.name} shown down after {kind}")
+        await wait_for(lambda d=downs0: len(watch.downs.get(h.name, [])) > d, 15, f"{h.name} shown down after {kind}")
         down_at = watch.downs[h.name][downs0]
         figs["detect_s"] = down_at - cut_at
         shown = host.conn == "down" or len(watch.ups.get(h.name, [])) > ups0
@@ -120,8 +119,11 @@ async def _one_cut(ctl, watch: Watch, h: SimHost, server: str, kind: str, figs: 
         restore_at = time.monotonic()
         await _restore(h, kind)
     try:
-        await wait_for(lambda: host.conn == "up" and watch.ups.get(h.name, [0])[-1] > restore_at,
-                       RECONNECT_LIMIT_S, f"{h.name} back after {kind}")
+        await wait_for(
+            lambda: host.conn == "up" and watch.ups.get(h.name, [0])[-1] > restore_at,
+            RECONNECT_LIMIT_S,
+            f"{h.name} back after {kind}",
+        )
         figs["reconnect_s"] = watch.ups[h.name][-1] - restore_at
     except AssertionError as e:
         ok, detail = False, str(e)
@@ -135,9 +137,14 @@ async def _one_cut(ctl, watch: Watch, h: SimHost, server: str, kind: str, figs: 
             ok, detail = False, f"log lines out of sequence: {dup} duplicated, first bad near {_first_bad(got)}"
     except AssertionError as e:
         srv = ctl.state.servers[server]
-        ok, detail = False, (f"{e}: {len(seqs(ctl.state, server))} lines shown of {mark} written, offset "
-                             f"{srv.log_offset} of {Path(srv.meta.log_path or '').stat().st_size}, "
-                             f"tail at {ctl.links[h.name].tail_offset(server)}, log error {srv.log_error!r}")
+        ok, detail = (
+            False,
+            (
+                f"{e}: {len(seqs(ctl.state, server))} lines shown of {mark} written, offset "
+                f"{srv.log_offset} of {Path(srv.meta.log_path or '').stat().st_size}, "
+                f"tail at {ctl.links[h.name].tail_offset(server)}, log error {srv.log_error!r}"
+            ),
+        )
     return ok, detail
 
 
@@ -150,8 +157,12 @@ def _plan(total: int) -> list[tuple[str, int]]:
     base, extra = divmod(total, len(KINDS))
     n = {k: base + (1 if i < extra else 0) for i, k in enumerate(KINDS)}
     slow = n["link-down"]
-    plan = [("kill-session", n["kill-session"]), ("sshd-restart", n["sshd-restart"]),
-            ("link-down", slow - slow // 2), ("link-down", slow // 2)]
+    plan = [
+        ("kill-session", n["kill-session"]),
+        ("sshd-restart", n["sshd-restart"]),
+        ("link-down", slow - slow // 2),
+        ("link-down", slow // 2),
+    ]
     return [(k, c) for k, c in plan if c > 0]
 
 
@@ -175,9 +186,12 @@ async def test_link_cuts_mid_tail_lose_no_line(ssh_host_factory, sim_root: Path)
             out = await actions.launch(ctl, f"seq{i}")
             assert out.ok, out.message
             servers[n] = out.servers[0]
-        fails = await asyncio.gather(*(
-            _host_trials(ctl, watch, sf.hosts[n], servers[n], kind, count)
-            for n, (kind, count) in zip(names, plan, strict=True)))
+        fails = await asyncio.gather(
+            *(
+                _host_trials(ctl, watch, sf.hosts[n], servers[n], kind, count)
+                for n, (kind, count) in zip(names, plan, strict=True)
+            )
+        )
         # final check: the whole file, byte for byte as lines, once each
         for n in names:
             s = ctl.state.servers[servers[n]]

@@ -16,11 +16,20 @@ from tests.faults import results
 from tests.faults.simfleet import SimHost, build_sim_fleet, controller, preset_toml
 
 WATCH_S = 7.0
-FAULTS = {"nosmi": "nvidia-smi-missing", "stuck": "nvidia-smi-hang", "noise": "nvidia-smi-garbage",
-          "nodrv": "nvidia-smi-driver"}
+FAULTS = {
+    "nosmi": "nvidia-smi-missing",
+    "stuck": "nvidia-smi-hang",
+    "noise": "nvidia-smi-garbage",
+    "nodrv": "nvidia-smi-driver",
+}
 # what each host's band must say (any of the words, case-insensitive)
-SAYS = {"nosmi": ("not found", "no such file", "not installed", "missing"), "stuck": ("hung", "no sample", "timed out"),
-        "noise": ("garbage", "unreadable", "cannot parse"), "nodrv": ("driver",), "na": ("util    ?",)}
+SAYS = {
+    "nosmi": ("not found", "no such file", "not installed", "missing"),
+    "stuck": ("hung", "no sample", "timed out"),
+    "noise": ("garbage", "unreadable", "cannot parse"),
+    "nodrv": ("driver",),
+    "na": ("util    ?",),
+}
 KNOWN_GAPS: set[str] = set()
 # ^ since the 16:2x telemetry changes a garbage-printing nvidia-smi shows as "nvidia-smi exited without a sample:
 #   %%%" (console/fleet telemetry): not called unreadable; recorded as a failed trial until fixed
@@ -56,8 +65,9 @@ async def test_bad_nvidia_smi_is_shown_and_contained(ssh_host_factory, sim_root:
     names = ["ok", *FAULTS, "na"]
     sf = build_sim_fleet(ssh_host_factory, sim_root, names, faults={n: [f] for n, f in FAULTS.items()})
     _na(sf.hosts["na"])
-    fleet = sf.fleet(preset_toml("good", sf.hosts["ok"], port=30500)
-                     + preset_toml("blind", sf.hosts["nosmi"], port=30501))
+    fleet = sf.fleet(
+        preset_toml("good", sf.hosts["ok"], port=30500) + preset_toml("blind", sf.hosts["nosmi"], port=30501)
+    )
     ctl = controller(fleet)
     app = DflashApp(ctl)
     t0 = time.monotonic()
@@ -79,9 +89,10 @@ async def test_bad_nvidia_smi_is_shown_and_contained(ssh_host_factory, sim_root:
             "healthy host keeps updating": (ctl.state.hosts["ok"].gpu_at not in (None, ok_at), ""),
             "its server stays ready": (good is not None and good.phase in ("ready", "serving"), launched.message),
             "launch onto the host without nvidia-smi refused, naming it": (
-                not refused.ok and ("nvidia-smi" in refused.message.lower() or "cannot check gpus" in
-                                    refused.message.lower()),
-                refused.message),
+                not refused.ok
+                and ("nvidia-smi" in refused.message.lower() or "cannot check gpus" in refused.message.lower()),
+                refused.message,
+            ),
         }
         for n in (*FAULTS, "na"):
             text = "\n".join(seen[n]).lower()
@@ -95,13 +106,16 @@ async def test_bad_nvidia_smi_is_shown_and_contained(ssh_host_factory, sim_root:
     assert not bad, bad
 
 
-DRIVER_MSG = ("nvidia-smi exited without a sample: NVIDIA-SMI has failed because it couldn't communicate with the "
-              "NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.")
+DRIVER_MSG = (
+    "nvidia-smi exited without a sample: NVIDIA-SMI has failed because it couldn't communicate with the "
+    "NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."
+)
 
 
-@pytest.mark.parametrize(("message", "word"), [
-    ("nvidia-smi exited without a sample: sh: 1: exec: nvidia-smi: not found", "not found"),
-    (DRIVER_MSG, "driver")])  # regression: the cut-off text hid the driver (was a strict xfail)
+@pytest.mark.parametrize(
+    ("message", "word"),
+    [("nvidia-smi exited without a sample: sh: 1: exec: nvidia-smi: not found", "not found"), (DRIVER_MSG, "driver")],
+)  # regression: the cut-off text hid the driver (was a strict xfail)
 async def test_nvidia_smi_failure_is_named_on_screen(message: str, word: str) -> None:
     from console.fleet.events import HostUp, TelemetryError
     from console.fleet.state import FleetState

@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.faults import results
 from tests.faults.simfleet import REPO
 
-SUITE = '''
+SUITE = """
 import pytest
 from tests.faults import results
 from tests.faults.simfleet import build_sim_fleet
@@ -50,7 +50,7 @@ def test_recorded_its_own_failure():
 
 def test_passes_with_its_own_row():
     results.record("faults", "own row", 1, True, 0.0)
-'''
+"""
 
 
 def test_setup_failures_skips_and_unrecorded_failures_are_rows(tmp_path: Path) -> None:
@@ -60,13 +60,20 @@ def test_setup_failures_skips_and_unrecorded_failures_are_rows(tmp_path: Path) -
     suite.mkdir(parents=True)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.fixtures.sshhosts"]\n')
-    (suite / "conftest.py").write_text("from tests.faults.conftest import *  # noqa: F403\n"
-                                       "from tests.faults.conftest import _isolated  # noqa: F401\n")
+    (suite / "conftest.py").write_text(
+        "from tests.faults.conftest import *  # noqa: F403\nfrom tests.faults.conftest import _isolated  # noqa: F401\n"
+    )
     (suite / "test_cannot_run.py").write_text(SUITE)
     out = tmp_path / "reliability.json"
     env = dict(os.environ, DFLASH_RELIABILITY_OUT=str(out), PYTHONPATH=str(REPO))
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                        str(suite)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(suite)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.exists(), r.stdout[-2000:] + r.stderr[-2000:]
     doc = json.loads(out.read_text())
     rows = {rec["case"]: rec for rec in doc["records"]}
@@ -77,8 +84,11 @@ def test_setup_failures_skips_and_unrecorded_failures_are_rows(tmp_path: Path) -
         "not run: test_skipped": "sshd is not installed",
     }
     probs = [f"no row {c!r} (rows: {cases})" for c in want if c not in rows]
-    probs += [f"{c}: not a failed trial naming {why!r}: {rows[c]}" for c, why in want.items()
-              if c in rows and (rows[c]["ok"] or why not in rows[c]["detail"])]
+    probs += [
+        f"{c}: not a failed trial naming {why!r}: {rows[c]}"
+        for c, why in want.items()
+        if c in rows and (rows[c]["ok"] or why not in rows[c]["detail"])
+    ]
     own = [rec for rec in doc["records"] if rec["case"] == "own row"]
     if [rec["ok"] for rec in own] != [False, True]:
         probs.append(f"a test that recorded its own trials got extra or lost rows: {own}")
@@ -86,6 +96,12 @@ def test_setup_failures_skips_and_unrecorded_failures_are_rows(tmp_path: Path) -
         probs.append(f"unexpected rows: {cases}")
     if doc.get("seed") != results.SEED:
         probs.append(f"the results file does not carry the seed: {doc.get('seed')!r}")
-    results.record("faults", "a trial that cannot run is a failed row with its reason", 0, not probs,
-                   time.monotonic() - t0, "; ".join(probs))
+    results.record(
+        "faults",
+        "a trial that cannot run is a failed row with its reason",
+        0,
+        not probs,
+        time.monotonic() - t0,
+        "; ".join(probs),
+    )
     assert not probs, (probs, r.stdout[-1500:])

@@ -21,9 +21,15 @@ not timed, so it holds however slowly a busy machine takes and delivers them; th
 # (sim phase, crash kind, words the shown cause must hold): every startup phase and serving, hard kills and
 # SGLang-style crashes alternating
 CASES = [
-    ("init", "sigkill", ()), ("weights", "cuda-assert", ("assert",)), ("kv", "sigkill", ()),
-    ("capture", "oom", ("memory",)), ("serving", "sigkill", ()), ("weights", "sigkill", ()),
-    ("kv", "nccl", ("nccl",)), ("serving", "cuda-assert", ("assert",)), ("capture", "sigkill", ()),
+    ("init", "sigkill", ()),
+    ("weights", "cuda-assert", ("assert",)),
+    ("kv", "sigkill", ()),
+    ("capture", "oom", ("memory",)),
+    ("serving", "sigkill", ()),
+    ("weights", "sigkill", ()),
+    ("kv", "nccl", ("nccl",)),
+    ("serving", "cuda-assert", ("assert",)),
+    ("capture", "sigkill", ()),
     ("serving", "rank-sigkill", ()),
 ]
 
@@ -91,8 +97,9 @@ class CrashClock(threading.Thread):
             time.sleep(0.02)
 
 
-async def _one(ctl: FleetController, h: SimHost, preset: str, port: int, name: str | None, case: tuple, i: int,
-               first: bool) -> str:
+async def _one(
+    ctl: FleetController, h: SimHost, preset: str, port: int, name: str | None, case: tuple, i: int, first: bool
+) -> str:
     phase, kind, words = case
     samples = SampleLog(ctl.links[h.name])
     t0 = time.monotonic()
@@ -130,8 +137,11 @@ async def _one(ctl: FleetController, h: SimHost, preset: str, port: int, name: s
         figs["samples"] = samples.after(clock.at_wall)
         s = ctl.state.servers[name]
         if figs["samples"] > SAMPLES_LIMIT:
-            raise AssertionError(f"crash seen after {figs['samples']:g} process samples, {figs['detect_s']:.2f} s "
-                                 f"(limit {SAMPLES_LIMIT} samples)")
+            raise AssertionError(
+                f"crash seen after {figs['samples']:g} process samples, {figs['detect_s']:.2f} s "
+                f"(limit {SAMPLES_LIMIT} samples)"
+            )
+
         def shown() -> str:
             d = ctl.state.servers[name].log.diagnosis
             return f"{d.cause}: {d.summary}".lower() if d is not None and d.summary else ""
@@ -157,7 +167,9 @@ async def _one(ctl: FleetController, h: SimHost, preset: str, port: int, name: s
     return name or "", "" if ok else detail
 
 
-async def _series(ctl: FleetController, h: SimHost, preset: str, port: int, cases: list[tuple[int, tuple]]) -> list[str]:
+async def _series(
+    ctl: FleetController, h: SimHost, preset: str, port: int, cases: list[tuple[int, tuple]]
+) -> list[str]:
     fails: list[str] = []
     name: str | None = None
     for k, (i, case) in enumerate(cases):
@@ -193,8 +205,9 @@ async def test_server_killed_at_each_phase(ssh_host_factory, sim_root: Path) -> 
     fleet = sf.fleet(preset_toml("c0", h0, port=30300) + preset_toml("c1", h1, port=30301))
     async with controller(fleet) as ctl:
         assert await ctl.wait_hosts(15)
-        fails = await asyncio.gather(_series(ctl, h0, "c0", 30300, cases[0::2]),
-                                     _series(ctl, h1, "c1", 30301, cases[1::2]))
+        fails = await asyncio.gather(
+            _series(ctl, h0, "c0", 30300, cases[0::2]), _series(ctl, h1, "c1", 30301, cases[1::2])
+        )
     flat = [f for fs in fails for f in fs]
     assert not flat, "\n".join(flat)
 
@@ -216,7 +229,10 @@ async def test_sigkill_right_after_launch_detected_within_three_samples(ssh_host
         await wait_for(lambda: ctl.state.servers[out.servers[0]].phase == "crashed", 10, "crash detected")
         clock.stop.set()
         assert clock.at is not None
-        assert samples.after(clock.at_wall) <= SAMPLES_LIMIT, (samples.after(clock.at_wall), time.monotonic() - clock.at)
+        assert samples.after(clock.at_wall) <= SAMPLES_LIMIT, (
+            samples.after(clock.at_wall),
+            time.monotonic() - clock.at,
+        )
 
 
 def test_vanished_process_is_called_killed_not_cut_log() -> None:
@@ -225,8 +241,10 @@ def test_vanished_process_is_called_killed_not_cut_log() -> None:
     from console.fleet.logmodel import LogModel
 
     m = LogModel()
-    m.feed(b"[2026-12-01 10:00:00] server_args=ServerArgs(model_path='/m')\n"
-           b"[2026-12-01 10:00:01 TP0] Load weight begin. avail mem=44.10 GB\n")
+    m.feed(
+        b"[2026-12-01 10:00:00] server_args=ServerArgs(model_path='/m')\n"
+        b"[2026-12-01 10:00:01 TP0] Load weight begin. avail mem=44.10 GB\n"
+    )
     m.finish(None, None)
     d = m.diagnosis
     assert d is not None

@@ -53,8 +53,14 @@ async def test_unreachable_hosts_stay_apart_and_ui_answers(ssh_host_factory, sim
     refused = ssh_host_factory("refused", kind="refusing")
     stranger = ssh_host_factory("stranger")  # a real sshd whose key nobody trusted
     stranger.known_hosts.write_text("")
-    extra = (hole.hosts_toml_section("hole") + "\n" + refused.hosts_toml_section("refused") + "\n"
-             + stranger.hosts_toml_section("stranger") + "\n")
+    extra = (
+        hole.hosts_toml_section("hole")
+        + "\n"
+        + refused.hosts_toml_section("refused")
+        + "\n"
+        + stranger.hosts_toml_section("stranger")
+        + "\n"
+    )
     fleet = sf.fleet(extra_hosts=extra)
     ctl = controller(fleet)
     app = DflashApp(ctl)
@@ -98,29 +104,48 @@ async def test_unreachable_hosts_stay_apart_and_ui_answers(ssh_host_factory, sim
     key_p90_limit, key_worst_limit = KEY_LIMIT_S * slow.p90, KEY_WORST_S * slow.worst
     checks = {
         "good host keeps updating": states["good"][0] == "up" and len(samples) >= WATCH_S / 2,
-        "black hole: shown failing": states["hole"][0] != "up" and any(
-            "timed out" in t or "cannot connect" in t for t in seen["hole"]),
-        "refused: down, says refused": states["refused"][0] == "down" and (
-            "refused" in states["refused"][1].lower() or "connect call failed" in states["refused"][1].lower()),
+        "black hole: shown failing": states["hole"][0] != "up"
+        and any("timed out" in t or "cannot connect" in t for t in seen["hole"]),
+        "refused: down, says refused": states["refused"][0] == "down"
+        and ("refused" in states["refused"][1].lower() or "connect call failed" in states["refused"][1].lower()),
         "unknown key: error names fingerprint and `trust`": "SHA256:" in states["stranger"][1]
         and "dflash-console trust stranger" in states["stranger"][1],
         "fingerprint on screen": any("SHA256:" in t and "down" in t for t in seen["stranger"]),
         "refusal on screen": any("Connect call failed" in t or "refused" in t.lower() for t in seen["refused"]),
-        "keys answered within 200 ms (× slowdown)": len(keys) >= 5 and _p90(keys) <= key_p90_limit
+        "keys answered within 200 ms (× slowdown)": len(keys) >= 5
+        and _p90(keys) <= key_p90_limit
         and max(keys) <= key_worst_limit,
     }
     dt = time.monotonic() - t0
     for i, (what, ok) in enumerate(checks.items()):
-        figs = {"max_key_s": max(keys, default=-1), "p90_key_s": _p90(keys) if keys else -1,
-                "max_loop_lag_s": max(lags, default=-1), "slowdown_p90": round(slow.p90, 2),
-                "slowdown_worst": round(slow.worst, 2)} if what.startswith("keys") else {}
-        results.record("faults", f"unreachable hosts: {what}", 0, ok, dt if i == 0 else 0.0,
-                       "" if ok else f"states {states}; headers {headers}", **figs)
+        figs = (
+            {
+                "max_key_s": max(keys, default=-1),
+                "p90_key_s": _p90(keys) if keys else -1,
+                "max_loop_lag_s": max(lags, default=-1),
+                "slowdown_p90": round(slow.p90, 2),
+                "slowdown_worst": round(slow.worst, 2),
+            }
+            if what.startswith("keys")
+            else {}
+        )
+        results.record(
+            "faults",
+            f"unreachable hosts: {what}",
+            0,
+            ok,
+            dt if i == 0 else 0.0,
+            "" if ok else f"states {states}; headers {headers}",
+            **figs,
+        )
     bad = [w for w, ok in checks.items() if not ok]
-    assert not bad, (f"{bad}: states {states}; headers {headers}; keys {[round(k, 3) for k in keys]}; "
-                     f"slowdown p90 {slow.p90:.2f} worst {slow.worst:.2f}")
-    assert max(lags) < key_worst_limit, (f"event loop stalled {max(lags):.3f}s (limit {KEY_WORST_S} s × slowdown "
-                                         f"{slow.worst:.2f})")
+    assert not bad, (
+        f"{bad}: states {states}; headers {headers}; keys {[round(k, 3) for k in keys]}; "
+        f"slowdown p90 {slow.p90:.2f} worst {slow.worst:.2f}"
+    )
+    assert max(lags) < key_worst_limit, (
+        f"event loop stalled {max(lags):.3f}s (limit {KEY_WORST_S} s × slowdown {slow.worst:.2f})"
+    )
 
 
 async def test_retrying_host_still_says_why() -> None:

@@ -62,9 +62,12 @@ class SimSsh:
     ssh: object  # tests.fixtures.sshhosts.SshTestHost
 
     def section(self, **extra: str) -> str:
-        lines = [self.ssh.hosts_toml_section(self.name),
-                 f'python = "{self.dir}/venv/bin/python3"', f'run_dir = "{self.dir}/run"',
-                 f'log_dir = "{self.dir}/logs"']
+        lines = [
+            self.ssh.hosts_toml_section(self.name),
+            f'python = "{self.dir}/venv/bin/python3"',
+            f'run_dir = "{self.dir}/run"',
+            f'log_dir = "{self.dir}/logs"',
+        ]
         lines += [f"{k} = {_toml(v)}" for k, v in extra.items()]
         return "\n".join(lines) + "\n"
 
@@ -104,11 +107,26 @@ def _toml(v: object) -> str:
     return json.dumps(v)
 
 
-def preset_toml(name: str, host: SimSsh, gpus: list[int], port: int, *, model: str | None = None,
-                args: list[str] | None = None, tp: int | None = None, **extra: object) -> str:
-    lines = [f"[presets.{name}]", f'host = "{host.name}"', f"gpus = {gpus}", f"model = {_toml(model or host.model())}",
-             f"port = {port}", f"args = {_toml(args or ['--mem-fraction-static', '0.5'])}",
-             "ready_timeout = 60"]
+def preset_toml(
+    name: str,
+    host: SimSsh,
+    gpus: list[int],
+    port: int,
+    *,
+    model: str | None = None,
+    args: list[str] | None = None,
+    tp: int | None = None,
+    **extra: object,
+) -> str:
+    lines = [
+        f"[presets.{name}]",
+        f'host = "{host.name}"',
+        f"gpus = {gpus}",
+        f"model = {_toml(model or host.model())}",
+        f"port = {port}",
+        f"args = {_toml(args or ['--mem-fraction-static', '0.5'])}",
+        "ready_timeout = 60",
+    ]
     if tp is not None:
         lines.append(f"tp = {tp}")
     lines += [f"{k} = {_toml(v)}" for k, v in extra.items()]
@@ -119,7 +137,9 @@ def make_fleet(text: str) -> Fleet:
     return parse_fleet("[console]\npoll_ms = 500\n" + text, "test-hosts.toml")
 
 
-async def launch_small(h: SimSsh, controller_factory: Callable[..., FleetController]) -> tuple[FleetController, str, str]:
+async def launch_small(
+    h: SimSsh, controller_factory: Callable[..., FleetController]
+) -> tuple[FleetController, str, str]:
     """A started controller for sim host `h` with its `small` preset launched on GPU 0 and ready:
     (controller, server name, its log path)."""
     ctl = controller_factory(make_fleet(h.section() + preset_toml("small", h, [0], 30000)))

@@ -63,8 +63,9 @@ def test_tail_delivers_every_byte_once_with_offsets_and_batches_a_stream(tmp_pat
 
         def done() -> bool:
             got = _chunks(r.data())
-            return (sum(len(c.data) for c in got if c.index == 0) == len(want_a)
-                    and sum(len(c.data) for c in got if c.index == 1) == len(want_b))
+            return sum(len(c.data) for c in got if c.index == 0) == len(want_a) and sum(
+                len(c.data) for c in got if c.index == 1
+            ) == len(want_b)
 
         r.wait_for(done)
         chunks = _chunks(r.data())
@@ -133,7 +134,8 @@ def test_tail_reports_truncation_and_a_missing_file(tmp_path: Path) -> None:
 
 
 def test_compute_apps_fast_while_a_server_starts_then_slow_once_it_holds_vram_and_readings_agree(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """A server process appears: apps are polled quickly while it has no VRAM yet (SGLang imports for seconds
     before it takes any), however often the readings agree; once it holds some, three equal readings end that."""
     marker = f"dfc-agent-test-{time.monotonic_ns()}"
@@ -142,8 +144,14 @@ def test_compute_apps_fast_while_a_server_starts_then_slow_once_it_holds_vram_an
     apps = tmp_path / "apps.sh"
     apps.write_text(f"#!/bin/sh\ncat {reading}\n")
     apps.chmod(0o755)
-    cmd = agent_procs_command(sys.executable, interval_s=0.02, apps_every_s=3600, fast_every_s=0.05,
-                              apps_command=str(apps), pattern=marker.replace("-test-", "[-]test-"))
+    cmd = agent_procs_command(
+        sys.executable,
+        interval_s=0.02,
+        apps_every_s=3600,
+        fast_every_s=0.05,
+        apps_command=str(apps),
+        pattern=marker.replace("-test-", "[-]test-"),
+    )
     # (the bracket keeps the agent's own command line, which carries the pattern, from matching it: as SGLANG_RE)
     r = Reader(cmd)
     server = None
@@ -242,10 +250,16 @@ def test_process_loop_rereads_only_what_can_have_changed(tmp_path: Path) -> None
     pattern = marker.replace("-test-", "[-]test-")  # the agent's own command line carries the pattern
     go = tmp_path / "go"
     procs: list[subprocess.Popen[bytes]] = []
-    slow = Reader(agent_procs_command(sys.executable, interval_s=0.02, apps_every_s=3600, apps_command="true",
-                                      pattern=pattern, full_every_s=3600))
-    quick = Reader(agent_procs_command(sys.executable, interval_s=0.02, apps_every_s=3600, apps_command="true",
-                                       pattern=pattern, full_every_s=0.3))
+    slow = Reader(
+        agent_procs_command(
+            sys.executable, interval_s=0.02, apps_every_s=3600, apps_command="true", pattern=pattern, full_every_s=3600
+        )
+    )
+    quick = Reader(
+        agent_procs_command(
+            sys.executable, interval_s=0.02, apps_every_s=3600, apps_command="true", pattern=pattern, full_every_s=0.3
+        )
+    )
     try:
         halves = marker.split("-test-")
         halves[1] = "test-" + halves[1]
@@ -258,8 +272,7 @@ def test_process_loop_rereads_only_what_can_have_changed(tmp_path: Path) -> None
             assert marker.encode() not in r.data()
         go.write_text("")
         for r in (slow, quick):  # the leader's new child matches: it and its leader, read again, show at once
-            r.wait_for(lambda r=r: f"\n{leader.pid} ".encode() in _last_rows(r)
-                       and marker.encode() in _last_rows(r))
+            r.wait_for(lambda r=r: f"\n{leader.pid} ".encode() in _last_rows(r) and marker.encode() in _last_rows(r))
         quick.wait_for(lambda: f"\n{execs.pid} ".encode() in _last_rows(quick), timeout=3)
         n = _ends(slow)
         slow.wait_for(lambda: _ends(slow) >= n + 50)  # 50 rounds, ~1 s, after the other agent saw it
@@ -280,8 +293,11 @@ def test_process_loop_reads_a_fork_again_until_it_execs(tmp_path: Path) -> None:
     marker = f"dfc-fork-test-{time.monotonic_ns()}"
     pattern = marker.replace("-test-", "[-]test-")
     go = tmp_path / "go"
-    slow = Reader(agent_procs_command(sys.executable, interval_s=0.02, apps_every_s=3600, apps_command="true",
-                                      pattern=pattern, full_every_s=3600))
+    slow = Reader(
+        agent_procs_command(
+            sys.executable, interval_s=0.02, apps_every_s=3600, apps_command="true", pattern=pattern, full_every_s=3600
+        )
+    )
     halves = marker.split("-test-")
     halves[1] = "test-" + halves[1]
     leader = subprocess.Popen([sys.executable, "-c", FORKS, str(go), *halves], start_new_session=True)
@@ -291,8 +307,9 @@ def test_process_loop_reads_a_fork_again_until_it_execs(tmp_path: Path) -> None:
         forks = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == leader.pid]
         assert len(forks) == 1  # held before its exec, read by the agent as a copy of the leader
         go.write_text("")
-        slow.wait_for(lambda: f"\n{forks[0].name} ".encode() in _last_rows(slow)
-                      and marker.encode() in _last_rows(slow))
+        slow.wait_for(
+            lambda: f"\n{forks[0].name} ".encode() in _last_rows(slow) and marker.encode() in _last_rows(slow)
+        )
     finally:
         slow.stop()
         leader.kill()
@@ -305,4 +322,4 @@ def _ppid(proc: Path) -> int:
         stat = (proc / "stat").read_text()
     except OSError:
         return -1
-    return int(stat[stat.rfind(")") + 2:].split()[1])
+    return int(stat[stat.rfind(")") + 2 :].split()[1])

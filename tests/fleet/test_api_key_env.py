@@ -21,8 +21,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def test_api_key_env_alone_protects_the_server(sim_root: Path, controller_factory,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_api_key_env_alone_protects_the_server(
+    sim_root: Path, controller_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Regression: with `api_key_env` and no secret flag in `args`, the key was written to secrets.yaml but the
     server was started without `--config secrets.yaml`, so it served every request with no key at all."""
     d = sim_root / "sim-keybox"
@@ -32,7 +33,8 @@ async def test_api_key_env_alone_protects_the_server(sim_root: Path, controller_
         f'[hosts.keybox]\ntransport = "local"\npython = "{d}/venv/bin/python3"\nrun_dir = "{d}/run"\n'
         f'log_dir = "{d}/logs"\nenv = {{ PATH = "{d}/bin:/usr/local/bin:/usr/bin:/bin" }}\n'
         f'[presets.keyed]\nhost = "keybox"\ngpus = [3]\nmodel = "{d}/models/Qwen3-0.6B"\nport = {_free_port()}\n'
-        'args = ["--mem-fraction-static", "0.5"]\nready_timeout = 60\napi_key_env = "DFC_ONLY_KEY"\n')
+        'args = ["--mem-fraction-static", "0.5"]\nready_timeout = 60\napi_key_env = "DFC_ONLY_KEY"\n'
+    )
     ctl = controller_factory(fleet)
     await ctl.start()
     out = await ctl.launch("keyed", wait=True)
@@ -43,8 +45,9 @@ async def test_api_key_env_alone_protects_the_server(sim_root: Path, controller_
         body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
         async with httpx.AsyncClient(trust_env=False, timeout=30) as http:
             anon = (await http.post(url + "/v1/chat/completions", json=body)).status_code
-            keyed = (await http.post(url + "/v1/chat/completions", json=body,
-                                     headers={"Authorization": f"Bearer {KEY}"})).status_code
+            keyed = (
+                await http.post(url + "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY}"})
+            ).status_code
         argv = ctl.state.servers[name].meta.argv
     finally:
         await ctl.stop_server(name)
@@ -52,8 +55,9 @@ async def test_api_key_env_alone_protects_the_server(sim_root: Path, controller_
     assert KEY not in " ".join(argv)
 
 
-async def test_api_key_env_unset_is_a_warning_before_launch(sim_root: Path, controller_factory,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_api_key_env_unset_is_a_warning_before_launch(
+    sim_root: Path, controller_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With its api_key_env variable unset the server starts with no key at all; the pre-checks say so
     (a warning: the launch is still allowed) instead of starting an open server silently."""
     d = sim_root / "sim-keybox2"
@@ -63,7 +67,8 @@ async def test_api_key_env_unset_is_a_warning_before_launch(sim_root: Path, cont
         f'[hosts.keybox2]\ntransport = "local"\npython = "{d}/venv/bin/python3"\nrun_dir = "{d}/run"\n'
         f'log_dir = "{d}/logs"\nenv = {{ PATH = "{d}/bin:/usr/local/bin:/usr/bin:/bin" }}\n'
         f'[presets.keyed]\nhost = "keybox2"\ngpus = [3]\nmodel = "{d}/models/Qwen3-0.6B"\nport = {_free_port()}\n'
-        'api_key_env = "DFC_UNSET_KEY"\n')
+        'api_key_env = "DFC_UNSET_KEY"\n'
+    )
     ctl = controller_factory(fleet)
     await ctl.start()
     pv = await ctl.preview("keyed")

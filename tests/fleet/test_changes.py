@@ -25,13 +25,25 @@ from console.gpu.readings import ComputeApp, GpuReading
 from console.sglang.phase import Phase
 
 READY_LOG = b"[2026-01-01 00:00:00] The server is fired up and ready to roll!\n"
-LOADING_THEN_READY = (b"[2026-12-01 14:00:01] server_args=ServerArgs(model_path='/m', port=30000)\n"
-                      b"[2026-12-01 14:00:30] The server is fired up and ready to roll!\n")
+LOADING_THEN_READY = (
+    b"[2026-12-01 14:00:01] server_args=ServerArgs(model_path='/m', port=30000)\n"
+    b"[2026-12-01 14:00:30] The server is fired up and ready to roll!\n"
+)
 
 
 def meta(name: str = "p@h:gpu0", host: str = "h", sid: int = 100) -> ServerMeta:
-    return ServerMeta(name=name, host=host, gpus=(0,), port=30000, preset="p", pid=sid, sid=sid,
-                      log_path="/l/a.log", launch_id="L1", started_at=1.0)
+    return ServerMeta(
+        name=name,
+        host=host,
+        gpus=(0,),
+        port=30000,
+        preset="p",
+        pid=sid,
+        sid=sid,
+        log_path="/l/a.log",
+        launch_id="L1",
+        started_at=1.0,
+    )
 
 
 def kinds(c: Changes) -> list[NoticeKind]:
@@ -49,7 +61,6 @@ def test_a_server_event_touches_its_host_and_itself() -> None:
     assert kinds(health) == [NoticeKind.READY]
 
 
-
 def test_ready_is_news_only_when_it_happens_while_the_console_watches() -> None:
     """A server already up when the console looked (re-attach, another console's launch) is shown ready, not
     announced: 16 running servers gave 16 'is ready' toasts at every start. A launch is announced whenever."""
@@ -59,7 +70,9 @@ def test_ready_is_news_only_when_it_happens_while_the_console_watches() -> None:
     assert st.servers["p@h:gpu0"].phase is Phase.READY
     st = FleetState(["h"])
     st.apply(ServerSeen(meta(), 1.0))
-    assert kinds(st.apply(LogData("p@h:gpu0", 2.0, "/l/a.log", 0, LOADING_THEN_READY))) == []  # read from the log's start
+    assert (
+        kinds(st.apply(LogData("p@h:gpu0", 2.0, "/l/a.log", 0, LOADING_THEN_READY))) == []
+    )  # read from the log's start
     assert st.servers["p@h:gpu0"].phase is Phase.READY
     st = FleetState(["h"])  # watched while loading: the ready line arrives later in the file
     st.apply(ServerSeen(meta(), 1.0))
@@ -119,8 +132,12 @@ def test_union_keeps_order_and_urgency() -> None:
     st = FleetState(["a", "b"])
     st.apply(ServerSeen(meta("x@a:gpu0", "a"), 1.0))
     st.apply(LogData("x@a:gpu0", 1.2, "/l/a.log", 0, LOADING_THEN_READY[:70]))
-    parts = [st.apply(HealthResult("x@a:gpu0", 1.5, "down")), st.apply(HealthResult("x@a:gpu0", 2.0, "ok")),
-             st.apply(HostUp("b", 3.0)), st.apply(HostDown("b", 4.0, "cut"))]
+    parts = [
+        st.apply(HealthResult("x@a:gpu0", 1.5, "down")),
+        st.apply(HealthResult("x@a:gpu0", 2.0, "ok")),
+        st.apply(HostUp("b", 3.0)),
+        st.apply(HostDown("b", 4.0, "cut")),
+    ]
     u = Changes.union(parts)
     assert u.hosts == {"a", "b"} and u.servers == {"x@a:gpu0"} and u.urgent
     assert kinds(u) == [NoticeKind.READY, NoticeKind.HOST_DOWN]

@@ -35,18 +35,25 @@ def cli(hosts: Path, *args: str, env: dict[str, str] | None = None) -> subproces
 
 
 def test_cli_is_a_real_program(tmp_path: Path):
-    r = subprocess.run([sys.executable, "-m", "console", "--hosts", str(tmp_path / "none.toml"), "status"],
-                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-m", "console", "--hosts", str(tmp_path / "none.toml"), "status"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert r.returncode == 2 and "none.toml" in r.stderr
 
 
 def test_cli_launch_status_probe_logs_stop_journal(sim_ssh, tmp_path: Path):
     h = sim_ssh("clihost")
     hosts = tmp_path / "hosts.toml"
-    hosts.write_text("[console]\npoll_ms = 500\n" + h.section()
-                     + preset_toml("small", h, [2], 30030, args=["--api-key", "sk-cli-secret-1"],
-                                   api_key_env="DFC_TEST_KEY")
-                     + preset_toml("clash", h, [2], 30031))
+    hosts.write_text(
+        "[console]\npoll_ms = 500\n"
+        + h.section()
+        + preset_toml("small", h, [2], 30030, args=["--api-key", "sk-cli-secret-1"], api_key_env="DFC_TEST_KEY")
+        + preset_toml("clash", h, [2], 30031)
+    )
     r = cli(hosts, "launch", "small", "--dry-run")
     assert r.returncode == 0, r.stderr
     assert "setsid nohup" in r.stdout and "sk-cli-secret-1" not in r.stdout
@@ -128,8 +135,14 @@ def test_closed_stdout_is_no_traceback_for_any_command(tmp_path: Path):
     (tmp_path / "state").mkdir()
     (tmp_path / "state" / "journal.jsonl").write_text('{"t": 1, "kind": "event", "action": "launch"}\n' * 50)
     for args in (["check"], ["journal"], ["diagnose", str(log)], ["check", "--help"]):
-        p = subprocess.Popen([sys.executable, "-m", "console", *args, "--hosts", str(hosts)], cwd=ROOT, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "console", *args, "--hosts", str(hosts)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert p.stdout is not None
         p.stdout.close()
         _, err = p.communicate(timeout=60)

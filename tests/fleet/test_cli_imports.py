@@ -29,8 +29,14 @@ print(json.dumps({"rc": rc, "out": out.getvalue(), "loaded": sorted(m for m in H
 
 def _run(argv: list[str], cwd: Path) -> dict:
     """The CLI in a fresh interpreter; which heavy packages were imported by the time it returned."""
-    p = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=cwd, capture_output=True, text=True, timeout=120,
-                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(cwd)})
+    p = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(cwd)},
+    )
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.strip().splitlines()[-1]) | {"err": p.stderr}
 
@@ -47,8 +53,11 @@ args = ["--mem-fraction-static", "0.8"]
 """
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["status", "--help"], ["diagnose", "LOG"], ["check"]],
-                         ids=["help", "status-help", "diagnose", "check"])
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["status", "--help"], ["diagnose", "LOG"], ["check"]],
+    ids=["help", "status-help", "diagnose", "check"],
+)
 def test_light_commands_never_import_the_network_or_ui_stack(tmp_path: Path, argv: list[str]) -> None:
     (tmp_path / "hosts.toml").write_text(HOSTS)
     log = next(iter(sorted((SAMPLES / "sglang-logs").glob("*.log"))))
@@ -66,7 +75,7 @@ def test_light_commands_never_import_the_network_or_ui_stack(tmp_path: Path, arg
 
 def test_a_config_error_is_still_reported_without_a_traceback(tmp_path: Path) -> None:
     """cli.py no longer imports ConfigError up front; a bad hosts.toml must still exit 2 with FILE:LINE:COL."""
-    (tmp_path / "hosts.toml").write_text(HOSTS.replace('gpus = [0]', 'gpus = [0]\nprot = 1'))
+    (tmp_path / "hosts.toml").write_text(HOSTS.replace("gpus = [0]", "gpus = [0]\nprot = 1"))
     r = _run(["check"], tmp_path)
     assert r["rc"] == 2
     assert "hosts.toml:" in r["err"] and "prot" in r["err"] and "Traceback" not in r["err"], r["err"]

@@ -31,13 +31,20 @@ def test_every_command_on_a_local_host(sim_root: Path, tmp_path: Path):
         f'[console]\npoll_ms = 500\n[hosts.box]\ntransport = "local"\npython = "{d}/venv/bin/python3"\n'
         f'run_dir = "{d}/run"\nlog_dir = "{d}/logs"\nenv = {{ PATH = "{d}/bin:/usr/local/bin:/usr/bin:/bin" }}\n'
         f'[presets.gen]\nhost = "box"\ngpus = [1]\nmodel = "{d}/models/Qwen3-0.6B"\nport = {port}\n'
-        'args = ["--mem-fraction-static", "0.5"]\nready_timeout = 60\n')
+        'args = ["--mem-fraction-static", "0.5"]\nready_timeout = 60\n'
+    )
     env = {**os.environ, "PYTHONWARNINGS": "always::ResourceWarning"}
     name = "gen@box:gpu1"
 
     def run(*args: str, rc: int = 0) -> subprocess.CompletedProcess[str]:
-        r = subprocess.run([sys.executable, "-m", "console", *args, "--hosts", str(hosts)], capture_output=True,
-                           text=True, timeout=120, cwd=ROOT, env=env)
+        r = subprocess.run(
+            [sys.executable, "-m", "console", *args, "--hosts", str(hosts)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+            env=env,
+        )
         assert r.returncode == rc, (args, r.returncode, r.stdout, r.stderr)
         for bad in ("Exception ignored", "Traceback", "unclosed transport", "Event loop is closed"):
             assert bad not in r.stderr, (args, r.stderr)
@@ -56,8 +63,19 @@ def test_every_command_on_a_local_host(sim_root: Path, tmp_path: Path):
         assert [s["phase"] for s in mine] in (["ready"], ["serving"]), mine
         assert len(run("logs", name, "-n", "3").stdout.splitlines()) == 3
         run("probe", name, "--max-tokens", "4")
-        run("bench", name, "--concurrency", "1", "--input-len", "8", "--output-len", "4", "--num-prompts", "2",
-            "--no-save")
+        run(
+            "bench",
+            name,
+            "--concurrency",
+            "1",
+            "--input-len",
+            "8",
+            "--output-len",
+            "4",
+            "--num-prompts",
+            "2",
+            "--no-save",
+        )
         r = run("restart", name, "--wait")
         assert len(phases(r.stdout)) >= 2 and f"{name} is ready" in r.stdout, r.stdout
         doc = json.loads(run("status", "--json").stdout)

@@ -23,8 +23,9 @@ def _records() -> list[dict]:
     return [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
 
 
-def test_each_command_finding_a_dead_server_adds_no_action(sim_root: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_command_finding_a_dead_server_adds_no_action(
+    sim_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Before: every `status`/`logs` after the death wrote a 'gone' action, so `journal -n 10` was those."""
     monkeypatch.setenv("DFLASH_SIM_TIME_SCALE", "0.1")
     hosts = tmp_path / "hosts.toml"

@@ -25,8 +25,10 @@ def test_an_inline_script_becomes_a_digest_and_the_rest_stays():
     c = compact(PREFIX + AGENT)
     assert "import os" not in c and c.startswith(PREFIX + "exec /venv/bin/python3 -I -S -u -c <script 103 lines, ")
     assert c.endswith(" procs 1 60") and "sha256 " in c
-    assert compact(PREFIX + "kill -TERM -- -42 2>/dev/null || kill -TERM 42") == PREFIX + "kill -TERM -- -42 " \
+    assert (
+        compact(PREFIX + "kill -TERM -- -42 2>/dev/null || kill -TERM 42") == PREFIX + "kill -TERM -- -42 "
         "2>/dev/null || kill -TERM 42"
+    )
     assert compact("echo 'short quoted'") == "echo 'short quoted'"
 
 

@@ -40,13 +40,21 @@ def test_status_json_of_a_gpu_name_with_escapes(sim_root: Path, tmp_path: Path) 
     spec["gpus"][0]["name"] = HOSTILE
     (d / "spec.json").write_text(json.dumps(spec))
     hosts = tmp_path / "hosts.toml"
-    hosts.write_text(f'[hosts.esc]\ntransport = "local"\npython = "{d}/venv/bin/python3"\nrun_dir = "{d}/run"\n'
-                     f'log_dir = "{d}/logs"\nenv = {{ PATH = "{d}/bin:/usr/local/bin:/usr/bin:/bin" }}\n')
-    r = subprocess.run([sys.executable, "-m", "console", "status", "--json", "--hosts", str(hosts)],
-                       capture_output=True, text=True, timeout=120, cwd=ROOT, env=dict(os.environ))
+    hosts.write_text(
+        f'[hosts.esc]\ntransport = "local"\npython = "{d}/venv/bin/python3"\nrun_dir = "{d}/run"\n'
+        f'log_dir = "{d}/logs"\nenv = {{ PATH = "{d}/bin:/usr/local/bin:/usr/bin:/bin" }}\n'
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "console", "status", "--json", "--hosts", str(hosts)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=dict(os.environ),
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(r.stdout)
     names = [g["name"] for g in doc["hosts"][0]["gpus"]]
     assert names[0] == "NVIDIAX HF_TOKEN=***", names  # the check could fail: the hostile name was read
-    bad = [s for s in _strings(doc) if any((ord(c) < 0x20 and c not in "\t\n") or 0x7f <= ord(c) <= 0x9f for c in s)]
+    bad = [s for s in _strings(doc) if any((ord(c) < 0x20 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F for c in s)]
     assert not bad, bad

@@ -95,8 +95,12 @@ async def _reader_with(kf: KeysFirst, monkeypatch: pytest.MonkeyPatch) -> tuple[
     monkeypatch.setattr(hostlink, "KEYS_FIRST", kf)
     fleet = make_fleet('[hosts.h]\naddress = "127.0.0.1"\n')
     got: list[str] = []
-    link = HostLink("h", fleet.hosts["h"], transport=None,  # type: ignore[arg-type]
-                    emit=lambda events: got.extend("data" for e in events if isinstance(e, LogData)))
+    link = HostLink(
+        "h",
+        fleet.hosts["h"],
+        transport=None,  # type: ignore[arg-type]
+        emit=lambda events: got.extend("data" for e in events if isinstance(e, LogData)),
+    )
     spec = TailSpec("s", "/log", 0)
     link._tails["s"] = spec
     body = b"[2026-12-01 14:10:00 TP0] Decode batch. #running-req: 1, gen throughput (token/s): 99.0\n" * 20

@@ -22,8 +22,9 @@ async def wait_for(pred, timeout: float = 20.0, step: float = 0.1):
 
 async def test_launch_ready_probe_stop(sim_ssh, controller_factory):
     h = sim_ssh("gpuhost")
-    fleet = make_fleet(h.section() + preset_toml("small", h, [0], 30000,
-                                                 args=["--mem-fraction-static", "0.5", "--enable-metrics"]))
+    fleet = make_fleet(
+        h.section() + preset_toml("small", h, [0], 30000, args=["--mem-fraction-static", "0.5", "--enable-metrics"])
+    )
     ctl = controller_factory(fleet)
     phases: list[str] = []
 
@@ -43,8 +44,11 @@ async def test_launch_ready_probe_stop(sim_ssh, controller_factory):
     assert s.phase in ("ready", "serving") and s.health == "ok"
     assert phases[0] == "launching" and "ready" in phases, phases
     seen = list(s.log.timeline)  # every phase the log went through, even within one tail chunk
-    assert [p for p in seen if p in ("loading_weights", "kv_cache", "cuda_graph")] == \
-        ["loading_weights", "kv_cache", "cuda_graph"], s.log.timeline
+    assert [p for p in seen if p in ("loading_weights", "kv_cache", "cuda_graph")] == [
+        "loading_weights",
+        "kv_cache",
+        "cuda_graph",
+    ], s.log.timeline
     url = await ctl.server_url(name)
     async with SGLangClient(url) as c:
         probe = await c.probe("hi", max_tokens=8)
@@ -59,8 +63,16 @@ async def test_launch_ready_probe_stop(sim_ssh, controller_factory):
     s = ctl.state.servers[name]
     assert not s.alive and s.phase == "stopped"
     await ctl.close()  # every remote loop ends with its channel (no signals needed)
-    await wait_for(lambda: not [ln for ln in h.ssh.ps().splitlines()
-                                if "dflash-tail" in ln or "-lms" in ln or "query-compute-apps" in ln], 5)
+    await wait_for(
+        lambda: (
+            not [
+                ln
+                for ln in h.ssh.ps().splitlines()
+                if "dflash-tail" in ln or "-lms" in ln or "query-compute-apps" in ln
+            ]
+        ),
+        5,
+    )
 
 
 async def test_crash_cause_restart_keeps_old_log(sim_ssh, controller_factory):

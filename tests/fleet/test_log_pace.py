@@ -19,7 +19,8 @@ def has(ctl, name: str, mark: str) -> bool:  # type: ignore[no-untyped-def]
 
 
 async def test_a_watched_log_comes_at_once_and_an_unwatched_one_waits_its_batch(
-        sim_ssh, controller_factory, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    sim_ssh, controller_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
     h = sim_ssh("paced")
     ctl, name, log = await launch_small(h, controller_factory)
     link = ctl.links["paced"]

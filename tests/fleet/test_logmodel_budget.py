@@ -13,8 +13,12 @@ MB = 1_000_000
 
 def _chunk() -> bytes:
     """Real SGLang lines: the long server_args lines and decode/prefill batch lines of the samples."""
-    keep = [ln for p in sorted((SAMPLES / "sglang-logs").glob("*.log")) for ln in p.read_bytes().splitlines()
-            if b"server_args" in ln or b"Decode batch" in ln or b"Prefill batch" in ln]
+    keep = [
+        ln
+        for p in sorted((SAMPLES / "sglang-logs").glob("*.log"))
+        for ln in p.read_bytes().splitlines()
+        if b"server_args" in ln or b"Decode batch" in ln or b"Prefill batch" in ln
+    ]
     return b"\n".join(keep) + b"\n"
 
 

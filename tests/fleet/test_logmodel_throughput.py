@@ -35,8 +35,10 @@ def test_reading_gen_throughput_parses_no_batch_line(monkeypatch) -> None:
     monkeypatch.setattr(logbatch, "parse_pairs", counting)
     m = LogModel()
     for i in range(50):
-        m.feed(f"[2026-04-01 10:00:{i:02d}] Decode batch, #running-req: 3, #token: 900, token usage: 0.01, "
-               f"cuda graph: True, gen throughput (token/s): {100 + i}.50, #queue-req: 0\n".encode())
+        m.feed(
+            f"[2026-04-01 10:00:{i:02d}] Decode batch, #running-req: 3, #token: 900, token usage: 0.01, "
+            f"cuda graph: True, gen throughput (token/s): {100 + i}.50, #queue-req: 0\n".encode()
+        )
         assert m.gen_throughput == 100 + i + 0.5
     assert calls == 0
     assert m.running == 3 and calls > 0  # the other figures still come from the on-demand parse

@@ -8,7 +8,8 @@ from console.config import parse_fleet
 from console.fleet.events import ServerAction, ServerGone, ServerMeta, ServerSeen
 from console.fleet.state import FleetState
 
-FLEET = parse_fleet("""
+FLEET = parse_fleet(
+    """
 [hosts.bw]
 address = "10.0.0.1"
 [presets.qwen36-gen]
@@ -21,15 +22,20 @@ host = "bw"
 gpus = [5]
 model = "/m"
 port = 31000
-""", "hosts.toml")
+""",
+    "hosts.toml",
+)
 
 
 def _state(*names: str) -> FleetState:
     st = FleetState(["bw"])
     for i, n in enumerate(names):
         preset = n.split("@")[0]
-        st.apply(ServerSeen(ServerMeta(n, "bw", (i,), 30000 + i, preset=preset, pid=100 + i, sid=100 + i,
-                                       launch_id=f"l{i}"), 1.0))
+        st.apply(
+            ServerSeen(
+                ServerMeta(n, "bw", (i,), 30000 + i, preset=preset, pid=100 + i, sid=100 + i, launch_id=f"l{i}"), 1.0
+            )
+        )
     return st
 
 

@@ -40,13 +40,34 @@ def sect(name: str, data: bytes | str = b"", **head: Any) -> bytes:
 
 
 def meta(name: str, pid: int, sid: int, port: int, log: str, **kw: Any) -> str:
-    return json.dumps({"name": name, "host": "h200", "preset": "p", "gpus": [0], "port": port, "pid": pid, "sid": sid,
-                       "log_path": log, "argv": ["python3", "-m", "sglang.launch_server", "--port", str(port)],
-                       "launch_id": f"id-{pid}", "started_at": 1.0, **kw})
+    return json.dumps(
+        {
+            "name": name,
+            "host": "h200",
+            "preset": "p",
+            "gpus": [0],
+            "port": port,
+            "pid": pid,
+            "sid": sid,
+            "log_path": log,
+            "argv": ["python3", "-m", "sglang.launch_server", "--port", str(port)],
+            "launch_id": f"id-{pid}",
+            "started_at": 1.0,
+            **kw,
+        }
+    )
 
 
-def answer(listing: str, *, logs: list[tuple[str, int, bytes]] = (), health: list[tuple[int, str, str]] = (),
-           gpu: str | None = None, gpu_rc: int = 0, apps: str | None = None, end: bool = True) -> bytes:
+def answer(
+    listing: str,
+    *,
+    logs: list[tuple[str, int, bytes]] = (),
+    health: list[tuple[int, str, str]] = (),
+    gpu: str | None = None,
+    gpu_rc: int = 0,
+    apps: str | None = None,
+    end: bool = True,
+) -> bytes:
     out = sect("listing", listing)
     for port, kind, what in health:
         out += sect("health", what, addr="127.0.0.1", port=port, kind=kind, ms=1.5)
@@ -69,7 +90,7 @@ def apply(events: list, host: str = "h200") -> FleetState:
 
 # -- the answer, parsed (pure) ------------------------------------------------------------------------------
 def test_sections_are_length_framed_so_a_log_line_that_looks_like_a_header_is_data() -> None:
-    log = b"==> end {}\n==> gpu {\"n\": 3}\nplain\n"
+    log = b'==> end {}\n==> gpu {"n": 3}\nplain\n'
     secs, ended = parse_sections(sect("log", log, path="/l", offset=0) + b"==> end {}\n")
     assert ended and [(s.name, s.data) for s in secs] == [("log", log)]
     secs, ended = parse_sections(sect("log", log, path="/l", offset=0)[:-5])  # cut short: nothing invented
@@ -79,10 +100,12 @@ def test_sections_are_length_framed_so_a_log_line_that_looks_like_a_header_is_da
 
 def test_a_live_server_on_the_real_h200_samples_becomes_the_same_state_as_the_controller_builds() -> None:
     log = (LOGS / "24-docs-qwen25-05b-2025-08-startup-info.log").read_bytes()
-    listing = ("==> meta\n" + meta("p@h200:gpu0", 421, 421, 30000, "/logs/p.log") + "\n"
-               "==> hist\n" + json.dumps({"log_path": "/logs/p-old.log"}) + "\n"
-               "==> ps\n421 1 421 python3 -m sglang.launch_server --port 30000\n"
-               "430 421 421 sglang::scheduler_TP0\n")
+    listing = (
+        "==> meta\n" + meta("p@h200:gpu0", 421, 421, 30000, "/logs/p.log") + "\n"
+        "==> hist\n" + json.dumps({"log_path": "/logs/p-old.log"}) + "\n"
+        "==> ps\n421 1 421 python3 -m sglang.launch_server --port 30000\n"
+        "430 421 421 sglang::scheduler_TP0\n"
+    )
     shot = parse_oneshot(answer(listing, logs=[("/logs/p.log", 0, log)], health=[(30000, "http", "200")]))
     assert shot.complete and shot.gpu is not None and shot.gpu.rc == 0
     events = oneshot_events("h200", shot, 100.0)
@@ -90,16 +113,23 @@ def test_a_live_server_on_the_real_h200_samples_becomes_the_same_state_as_the_co
     assert kinds == [GpuSample, ServerSeen, LogData, ProcessSample, HealthResult], kinds
     (sample,) = [e for e in events if isinstance(e, GpuSample)]
     assert [(g.index, g.name, g.memory_used_mib, g.memory_total_mib, g.utilization_pct) for g in sample.gpus] == [
-        (0, "NVIDIA H200", 21491, 143771, 100)]
+        (0, "NVIDIA H200", 21491, 143771, 100)
+    ]
     doc = status_doc(apply(events), now=100.5)
     (h,) = doc["hosts"]
     assert (h["state"], h["age_s"], h["telemetry_error"]) == ("up", 0.5, None)
     (g,) = h["gpus"]
     assert g["server"] == "p@h200:gpu0" and g["processes"] == [
-        {"pid": 421, "used_mib": 21482, "name": "python3", "server": "p@h200:gpu0"}]
+        {"pid": 421, "used_mib": 21482, "name": "python3", "server": "p@h200:gpu0"}
+    ]
     (s,) = doc["servers"]
     assert (s["phase"], s["health"], s["alive"], s["memory_mib"], s["gen_throughput"]) == (
-        "serving", "ok", True, 21482, 5.7)
+        "serving",
+        "ok",
+        True,
+        21482,
+        5.7,
+    )
     assert s["previous_logs"] == ["/logs/p-old.log"]
 
 
@@ -116,10 +146,15 @@ def test_a_dead_server_is_found_ended_with_its_crash_cause() -> None:
 def test_a_log_read_as_head_and_tail_keeps_the_phase_and_the_newest_figures() -> None:
     head = (LOGS / "01-docs-llama31-8b-2024-11-startup.log").read_bytes()
     tail = (LOGS / "08-prefill-decode-http-interleaved-2026-04.log").read_bytes()
-    listing = ("==> meta\n" + meta("p@h200:gpu0", 421, 421, 30000, "/l") + "\n==> ps\n"
-               "421 1 421 python3 -m sglang.launch_server --port 30000\n")
-    events = oneshot_events("h200", parse_oneshot(answer(listing, logs=[("/l", 0, head), ("/l", 10**7, tail)],
-                                                         health=[(30000, "http", "200")])), 1.0)
+    listing = (
+        "==> meta\n" + meta("p@h200:gpu0", 421, 421, 30000, "/l") + "\n==> ps\n"
+        "421 1 421 python3 -m sglang.launch_server --port 30000\n"
+    )
+    events = oneshot_events(
+        "h200",
+        parse_oneshot(answer(listing, logs=[("/l", 0, head), ("/l", 10**7, tail)], health=[(30000, "http", "200")])),
+        1.0,
+    )
     st = apply(events)
     (s,) = status_doc(st)["servers"]
     assert s["phase"] == "serving" and s["gen_throughput"] == 1635.1
@@ -132,19 +167,29 @@ def test_an_external_server_is_found_on_the_gpu_its_session_holds() -> None:
     doc = status_doc(apply(events))
     (s,) = doc["servers"]
     assert (s["name"], s["managed"], s["gpus"], s["health"], s["memory_mib"]) == (
-        "external@h200:31000", False, [0], "warming", 21482)
+        "external@h200:31000",
+        False,
+        [0],
+        "warming",
+        21482,
+    )
     assert doc["hosts"][0]["gpus"][0]["server"] == "external@h200:31000"
     shared = oneshot_events("h200", parse_oneshot(answer(listing, apps="")), 1.0, shares_process_table=True)
     assert not any(isinstance(e, ServerSeen) for e in shared)  # another local host's server, holding no GPU here
 
 
-@pytest.mark.parametrize(("kind", "what", "status", "detail"), [
-    ("http", "200", "ok", "HTTP 200"), ("http", "503", "warming", "HTTP 503"), ("http", "401", "unauthorized",
-                                                                                 "HTTP 401"),
-    ("http", "500", "error", "HTTP 500"), ("down", "ConnectError", "down", "ConnectError"),
-    ("timeout", "0", "error", "no complete answer within 5 s"), ("big", "200", "error",
-                                                                  "/health larger than 64 KiB; refused"),
-])
+@pytest.mark.parametrize(
+    ("kind", "what", "status", "detail"),
+    [
+        ("http", "200", "ok", "HTTP 200"),
+        ("http", "503", "warming", "HTTP 503"),
+        ("http", "401", "unauthorized", "HTTP 401"),
+        ("http", "500", "error", "HTTP 500"),
+        ("down", "ConnectError", "down", "ConnectError"),
+        ("timeout", "0", "error", "no complete answer within 5 s"),
+        ("big", "200", "error", "/health larger than 64 KiB; refused"),
+    ],
+)
 def test_health_answers_read_as_the_controller_words_them(kind: str, what: str, status: str, detail: str) -> None:
     from console.fleet.oneshot import HealthAnswer, health_result
 
@@ -156,17 +201,26 @@ def test_the_health_limits_are_the_controllers() -> None:
     from console.sglang import httpbound
     from console.sglang.httpbound import BodyTooLarge
 
-    assert (oneshot.HEALTH_DEADLINE_S, oneshot.HEALTH_MAX_BYTES) == (httpbound.HEALTH_DEADLINE_S,
-                                                                      httpbound.HEALTH_MAX_BYTES)
+    assert (oneshot.HEALTH_DEADLINE_S, oneshot.HEALTH_MAX_BYTES) == (
+        httpbound.HEALTH_DEADLINE_S,
+        httpbound.HEALTH_MAX_BYTES,
+    )
     assert str(BodyTooLarge("/health", httpbound.HEALTH_MAX_BYTES)) == "/health larger than 64 KiB; refused"
 
 
-@pytest.mark.parametrize(("gpu", "rc", "message"), [
-    ("sh: 1: nvidia-smi: not found\n", 127, "nvidia-smi exited without a sample: sh: 1: nvidia-smi: not found"),
-    ("", 124, "nvidia-smi hung: no sample for 4 s"),
-    ((SMI / "query-bad-field.txt").read_text(), 2, None),
-    ("\x00\x01 binary noise\n", 0, "nvidia-smi printed garbage, no sample could be read: '\\x00\\x01 binary noise'"),
-])
+@pytest.mark.parametrize(
+    ("gpu", "rc", "message"),
+    [
+        ("sh: 1: nvidia-smi: not found\n", 127, "nvidia-smi exited without a sample: sh: 1: nvidia-smi: not found"),
+        ("", 124, "nvidia-smi hung: no sample for 4 s"),
+        ((SMI / "query-bad-field.txt").read_text(), 2, None),
+        (
+            "\x00\x01 binary noise\n",
+            0,
+            "nvidia-smi printed garbage, no sample could be read: '\\x00\\x01 binary noise'",
+        ),
+    ],
+)
 def test_nvidia_smi_failures_are_the_telemetry_errors_the_stream_tells(gpu: str, rc: int, message: str | None) -> None:
     events = oneshot_events("h200", parse_oneshot(answer("==> ps\n", gpu=gpu, gpu_rc=rc, apps="")), 1.0)
     assert not any(isinstance(e, GpuSample) for e in events)
@@ -222,13 +276,17 @@ def fake_procs() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 def _fake_server(port: int, made: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
     """A process whose command line is an SGLang server's (its own session, as a launch makes one)."""
-    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "sglang.launch_server",
-                          "--port", str(port)], start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "-m", "sglang.launch_server", "--port", str(port)],
+        start_new_session=True,
+    )
     made.append(p)
     return p
 
 
-def test_the_agent_oneshot_mode_on_this_machine(tmp_path: Path, fake_procs: list, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_agent_oneshot_mode_on_this_machine(
+    tmp_path: Path, fake_procs: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Real /proc, real meta.json and logs, a stand-in nvidia-smi on PATH, /health of real HTTP servers: 200, 503,
     a body over the cap, and a port nobody listens on; a long log arrives as head and tail on whole lines."""
     monkeypatch.setattr(oneshot, "LIVE_HEAD", 4096)
@@ -236,15 +294,21 @@ def test_the_agent_oneshot_mode_on_this_machine(tmp_path: Path, fake_procs: list
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     smi = bin_ / "nvidia-smi"
-    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu*) cat {SMI / "query-gpu-busy.csv"};; '
-                   f'*) cat {SMI / "compute-apps.csv"};; esac\n')
+    smi.write_text(
+        f'#!/bin/sh\ncase "$1" in --query-gpu*) cat {SMI / "query-gpu-busy.csv"};; '
+        f"*) cat {SMI / 'compute-apps.csv'};; esac\n"
+    )
     smi.chmod(0o755)
     ok, warm, big = _serve(200), _serve(503), _serve(200, b"x" * (oneshot.HEALTH_MAX_BYTES + 1))
     closed = _free_port()
     run = tmp_path / "run"
     servers = {}
-    for name, port in (("ok", ok.server_port), ("warm", warm.server_port), ("big", big.server_port),
-                       ("closed", closed)):
+    for name, port in (
+        ("ok", ok.server_port),
+        ("warm", warm.server_port),
+        ("big", big.server_port),
+        ("closed", closed),
+    ):
         p = _fake_server(port, fake_procs)
         d = run / "servers" / name
         d.mkdir(parents=True)
@@ -257,11 +321,15 @@ def test_the_agent_oneshot_mode_on_this_machine(tmp_path: Path, fake_procs: list
         servers[name][1].write_bytes((LOGS / "01-docs-llama31-8b-2024-11-startup.log").read_bytes())
     dead = run / "servers" / "dead"
     dead.mkdir()
-    (dead / "meta.json").write_text(meta("dead@box:gpu0", 2**22 + 7, 2**22 + 7, closed, str(tmp_path / "dead.log"),
-                                         host="box"))
+    (dead / "meta.json").write_text(
+        meta("dead@box:gpu0", 2**22 + 7, 2**22 + 7, closed, str(tmp_path / "dead.log"), host="box")
+    )
     (tmp_path / "dead.log").write_bytes((LOGS / "20-crash-runtime-cuda-oom-overlap-thread.log").read_bytes())
-    fleet = parse_fleet(f'[hosts.box]\ntransport = "local"\npython = "{sys.executable}"\nrun_dir = "{run}"\n'
-                        f'env = {{ PATH = "{bin_}:/usr/bin:/bin" }}\n', "t.toml")
+    fleet = parse_fleet(
+        f'[hosts.box]\ntransport = "local"\npython = "{sys.executable}"\nrun_dir = "{run}"\n'
+        f'env = {{ PATH = "{bin_}:/usr/bin:/bin" }}\n',
+        "t.toml",
+    )
     try:
         r = subprocess.run(["/bin/sh", "-c", oneshot_command(fleet.hosts["box"])], capture_output=True, timeout=60)
     finally:
@@ -274,11 +342,15 @@ def test_the_agent_oneshot_mode_on_this_machine(tmp_path: Path, fake_procs: list
     assert len(pieces) == 2 and pieces[0][0] == 0 and pieces[1][0] > len(pieces[0][1])
     (_, d0), (h1, d1) = pieces
     assert long_log.startswith(d0) and d0.endswith(b"\n") and long_log.endswith(d1) and long_log[h1:] == d1
-    assert long_log[h1 - 1:h1] == b"\n"  # the tail starts on a whole line
+    assert long_log[h1 - 1 : h1] == b"\n"  # the tail starts on a whole line
     events = oneshot_events("box", shot, time.time())
     health = {e.server: e.status for e in events if isinstance(e, HealthResult)}
     assert {k: v for k, v in health.items() if "@box:gpu0" in k and not k.startswith("external")} == {
-        "ok@box:gpu0": "ok", "warm@box:gpu0": "warming", "big@box:gpu0": "error", "closed@box:gpu0": "down"}
+        "ok@box:gpu0": "ok",
+        "warm@box:gpu0": "warming",
+        "big@box:gpu0": "error",
+        "closed@box:gpu0": "down",
+    }
     doc = status_doc(apply(events, "box"))
     by = {s["name"]: s for s in doc["servers"]}
     assert by["dead@box:gpu0"]["phase"] == "crashed" and by["dead@box:gpu0"]["cause"] == "cuda_oom_runtime"
@@ -326,9 +398,13 @@ def test_status_over_sshd_is_one_exec_per_host(sim_ssh, ssh_host_factory, tmp_pa
     hosts.write_text("[console]\npoll_ms = 500\n" + h.section() + preset_toml("small", h, [1], 30040))
     r = cli(hosts, "launch", "small", "--wait")
     assert r.returncode == 0, r.stdout + r.stderr
-    hosts.write_text("[console]\npoll_ms = 500\n" + h.section() + preset_toml("small", h, [1], 30040)
-                     + nopy.section().replace(f'python = "{nopy.dir}/venv/bin/python3"', 'python = "/no/such/python3"')
-                     + gone.hosts_toml_section("gonehost"))
+    hosts.write_text(
+        "[console]\npoll_ms = 500\n"
+        + h.section()
+        + preset_toml("small", h, [1], 30040)
+        + nopy.section().replace(f'python = "{nopy.dir}/venv/bin/python3"', 'python = "/no/such/python3"')
+        + gone.hosts_toml_section("gonehost")
+    )
     name = "small@onehost:gpu1"
 
     r = cli(hosts, "status", "--json")
@@ -350,8 +426,11 @@ def test_status_over_sshd_is_one_exec_per_host(sim_ssh, ssh_host_factory, tmp_pa
 
     counts = {h: {"connect": 0, "run": 0, "stream": 0, "forward": 0} for h in ("onehost", "nopy", "gonehost")}
     fleet = load_fleet(str(hosts))
-    found = asyncio.run(look_once(
-        fleet, 6.0, factory=lambda n, host, hook: Counting(make_transport(n, host, on_command=hook), counts[n])))
+    found = asyncio.run(
+        look_once(
+            fleet, 6.0, factory=lambda n, host, hook: Counting(make_transport(n, host, on_command=hook), counts[n])
+        )
+    )
     state, fallback = found.state, found.fallback
     assert fallback == ["nopy"]
     assert counts["onehost"] == {"connect": 1, "run": 1, "stream": 0, "forward": 0}
@@ -387,6 +466,7 @@ async def test_a_failed_exec_names_host_and_command_and_no_python_asks_for_the_f
         def make(n: str, h: Any, hook: Any) -> _FakeTransport:
             made.append(_FakeTransport(stdout))
             return made[-1]
+
         return make
 
     found = await look_once(fleet, 5.0, factory=factory(None))

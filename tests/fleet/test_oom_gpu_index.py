@@ -12,17 +12,19 @@ ROOT = "/venv/lib/python3.11/site-packages/sglang/srt"
 
 def _oom_log(dev: int) -> str:
     """The end of a serving replica's log when torch runs out of memory on its device `dev` (the sim's texts)."""
-    return "\n".join([
-        "[2026-12-02 03:16:10] INFO:     127.0.0.1:37716 - \"GET /health HTTP/1.1\" 200 OK",
-        "[2026-12-02 03:16:10] Scheduler hit an exception: Traceback (most recent call last):",
-        f'  File "{ROOT}/managers/scheduler.py", line 3938, in run_scheduler_process',
-        "    scheduler.event_loop_overlap()",
-        f'  File "{ROOT}/managers/scheduler.py", line 1182, in event_loop_overlap',
-        "    batch_result = self.run_batch(batch)",
-        torch_oom(2.0, dev, 95.59, 0.3, 95.29),
-        "[2026-12-02 03:16:10] SIGQUIT received. signum=3, frame=<frame at 0x7f>. It usually means one child failed.",
-        "",
-    ])
+    return "\n".join(
+        [
+            '[2026-12-02 03:16:10] INFO:     127.0.0.1:37716 - "GET /health HTTP/1.1" 200 OK',
+            "[2026-12-02 03:16:10] Scheduler hit an exception: Traceback (most recent call last):",
+            f'  File "{ROOT}/managers/scheduler.py", line 3938, in run_scheduler_process',
+            "    scheduler.event_loop_overlap()",
+            f'  File "{ROOT}/managers/scheduler.py", line 1182, in event_loop_overlap',
+            "    batch_result = self.run_batch(batch)",
+            torch_oom(2.0, dev, 95.59, 0.3, 95.29),
+            "[2026-12-02 03:16:10] SIGQUIT received. signum=3, frame=<frame at 0x7f>. It usually means one child failed.",
+            "",
+        ]
+    )
 
 
 def test_the_log_alone_keeps_torchs_index() -> None:

@@ -24,7 +24,7 @@ def test_frames_survive_any_split(chunks, step):
     r = FrameReader()
     out = []
     for k in range(0, len(wire), step):
-        out += r.feed(wire[k:k + step])
+        out += r.feed(wire[k : k + step])
     assert [x for x in out if isinstance(x, Chunk)] == [Chunk(i, i * 100, c) for i, c in enumerate(chunks) if c]
     assert out[-1] == "hb"
 
@@ -46,9 +46,11 @@ def test_tail_script_resumes_at_offsets(tmp_path):
 
 
 def test_proc_frames():
-    text = (b"==> ps 1700000000.25\n  100     1   100 python -m sglang.launch_server --port 30000\n"
-            b"  101   100   100 sglang::scheduler_TP0\n==> apps\n101, GPU-a, python, 3000\n==> rc 0\n==> end\n"
-            b"==> ps 1700000001\n==> end\n==> ps 1700000002\n==> apps\nsh: nvidia-smi: not found\n==> rc 127\n==> end\n")
+    text = (
+        b"==> ps 1700000000.25\n  100     1   100 python -m sglang.launch_server --port 30000\n"
+        b"  101   100   100 sglang::scheduler_TP0\n==> apps\n101, GPU-a, python, 3000\n==> rc 0\n==> end\n"
+        b"==> ps 1700000001\n==> end\n==> ps 1700000002\n==> apps\nsh: nvidia-smi: not found\n==> rc 127\n==> end\n"
+    )
     p = ProcFrameParser()
     f1, f2, f3 = p.feed(text[:50]) + p.feed(text[50:])
     assert [x.pid for x in f1.procs] == [100, 101] and f1.apps[0].used_mib == 3000 and f1.remote_time == 1700000000.25
@@ -57,9 +59,11 @@ def test_proc_frames():
 
 
 def test_external_servers_from_ps():
-    procs = parse_ps("  50 1 50 /v/bin/python3 -m sglang.launch_server --model-path /m --port 31000 --api-key sk-1234\n"
-                     "  51 50 50 /v/bin/python3 -m sglang.launch_server --model-path /m --port 31000\n"
-                     "  60 1 60 awk /sglang[.]launch_server/\n")
+    procs = parse_ps(
+        "  50 1 50 /v/bin/python3 -m sglang.launch_server --model-path /m --port 31000 --api-key sk-1234\n"
+        "  51 50 50 /v/bin/python3 -m sglang.launch_server --model-path /m --port 31000\n"
+        "  60 1 60 awk /sglang[.]launch_server/\n"
+    )
     (main,) = sglang_mains(procs)
     m = external_meta("h", main, (2,))
     assert (m.name, m.port, m.managed, m.gpus, m.sid) == ("external@h:31000", 31000, False, (2,), 50)
@@ -78,9 +82,13 @@ def test_a_shell_naming_sglang_in_its_script_is_not_the_server():
         "  31 30 30 /v/bin/python3 -m sglang.launch_server --port 30002\n"
         "  32 31 30 sglang::scheduler_TP0\n"
         "  40 1 40 /v/bin/sglang serve --model-path /m --port 30003\n"
-        "  50 1 50 /v/bin/python3 -u -m sglang.launch_server --port 30004\n")
-    assert [(p.pid, external_meta("h", p, ()).port) for p in sglang_mains(procs)] == [(31, 30002), (40, 30003),
-                                                                                      (50, 30004)]
+        "  50 1 50 /v/bin/python3 -u -m sglang.launch_server --port 30004\n"
+    )
+    assert [(p.pid, external_meta("h", p, ()).port) for p in sglang_mains(procs)] == [
+        (31, 30002),
+        (40, 30003),
+        (50, 30004),
+    ]
 
 
 def test_a_launch_gate_is_not_a_server_until_it_opens(tmp_path):
@@ -89,8 +97,12 @@ def test_a_launch_gate_is_not_a_server_until_it_opens(tmp_path):
     names it, the same pid execs the command and is the server."""
     stand_in = [sys.executable, "-c", "import time; time.sleep(30)", "-m", "sglang.launch_server", "--port", "30840"]
     gate = shlex.join(["sh", "-c", GATE, GATE_NAME, str(tmp_path), "L1", "100", *stand_in])
-    pid = subprocess.run(["sh", "-c", f"setsid nohup {gate} >/dev/null 2>&1 </dev/null & echo $!"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    pid = subprocess.run(
+        ["sh", "-c", f"setsid nohup {gate} >/dev/null 2>&1 </dev/null & echo $!"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
     def sample() -> list[ProcInfo]:
         out = subprocess.run(["ps", "-ww", "-o", "pid=,ppid=,sid=,args=", "-p", pid], capture_output=True, text=True)
@@ -116,8 +128,9 @@ def test_a_launch_gate_is_not_a_server_until_it_opens(tmp_path):
 
 
 def test_discovery_roundtrip_and_liveness():
-    m = ServerMeta(name="p@h:gpu0", host="h", gpus=(0,), port=1, preset="p", pid=7, sid=7, log_path="/l",
-                   launch_id="7-1")
+    m = ServerMeta(
+        name="p@h:gpu0", host="h", gpus=(0,), port=1, preset="p", pid=7, sid=7, log_path="/l", launch_id="7-1"
+    )
     listing = discovery.meta_to_json(m) + "\nnot json\n==> ps\n 7 1 7 python -m sglang.launch_server\n"
     (back,), procs = discovery.parse_listing(listing, "h")
     assert back == m and discovery.is_alive(back, procs)
@@ -126,10 +139,12 @@ def test_discovery_roundtrip_and_liveness():
 
 
 def test_precheck_facts():
-    text = ("==> gpus\n0, GPU-a, 5\n1, GPU-b, 3000\n==> apps\n77, GPU-b, python3, 2900\n==> ps\n 77 1 77 python3 x\n"
-            "==> ports\nLISTEN 0 4096 0.0.0.0:30000 0.0.0.0:* users:((\"python3\",pid=77,fd=5))\n"
-            "LISTEN 0 128 [::]:22 [::]:*\n==> model\npresent\n{\"model_type\": \"qwen3\"}\n"
-            "==> disk\ndfcfull 256 256 0 100% /srv/logs\n==> metas\n==> end\n")
+    text = (
+        "==> gpus\n0, GPU-a, 5\n1, GPU-b, 3000\n==> apps\n77, GPU-b, python3, 2900\n==> ps\n 77 1 77 python3 x\n"
+        '==> ports\nLISTEN 0 4096 0.0.0.0:30000 0.0.0.0:* users:(("python3",pid=77,fd=5))\n'
+        'LISTEN 0 128 [::]:22 [::]:*\n==> model\npresent\n{"model_type": "qwen3"}\n'
+        "==> disk\ndfcfull 256 256 0 100% /srv/logs\n==> metas\n==> end\n"
+    )
     f = parse_facts(text, "h")
     assert f.gpus == [(0, "GPU-a", 5), (1, "GPU-b", 3000)] and f.apps[0].pid == 77
     assert f.listen == {30000: 77, 22: None} and f.model_present and f.model_config == {"model_type": "qwen3"}
@@ -138,8 +153,20 @@ def test_precheck_facts():
 
 def test_masking_everywhere():
     journal.remember_secrets(["python", "--api-key", "sk-remembered"], {"HF_TOKEN": "hf_abcdef"})
-    cmd = shlex.join(["env", "HF_TOKEN=hf_abcdef", "MY_SECRET=a b", "CUDA_VISIBLE_DEVICES=0", "python",
-                      "--api-key", "sk-remembered", "--admin-api-key=zz top", "--port", "1"])
+    cmd = shlex.join(
+        [
+            "env",
+            "HF_TOKEN=hf_abcdef",
+            "MY_SECRET=a b",
+            "CUDA_VISIBLE_DEVICES=0",
+            "python",
+            "--api-key",
+            "sk-remembered",
+            "--admin-api-key=zz top",
+            "--port",
+            "1",
+        ]
+    )
     out = journal.mask(cmd)
     for secret in ("hf_abcdef", "sk-remembered", "a b", "zz top"):
         assert secret not in out

@@ -35,13 +35,17 @@ def _host(sim_root: Path, name: str, path: str | None = None) -> str:
     d = sim_root / f"sim-{name}"
     build_host(d, PRESET_SPECS["blackwell"].with_(name=name))
     path = path or f"{d}/bin:/usr/local/bin:/usr/bin:/bin"
-    return (f'[hosts.{name}]\ntransport = "local"\npython = "{d}/venv/bin/python3"\nrun_dir = "{d}/run"\n'
-            f'log_dir = "{d}/logs"\nenv = {{ PATH = "{path}" }}\n')
+    return (
+        f'[hosts.{name}]\ntransport = "local"\npython = "{d}/venv/bin/python3"\nrun_dir = "{d}/run"\n'
+        f'log_dir = "{d}/logs"\nenv = {{ PATH = "{path}" }}\n'
+    )
 
 
 def _preset(name: str, host: str, gpus: list[int], port: int, sim_root: Path) -> str:
-    return (f'[presets.{name}]\nhost = "{host}"\ngpus = {gpus}\ntp = 1\nport = {port}\n'
-            f'model = "{sim_root}/sim-{host}/models/Qwen3.6-27B"\nargs = ["--mem-fraction-static", "0.5"]\n')
+    return (
+        f'[presets.{name}]\nhost = "{host}"\ngpus = {gpus}\ntp = 1\nport = {port}\n'
+        f'model = "{sim_root}/sim-{host}/models/Qwen3.6-27B"\nargs = ["--mem-fraction-static", "0.5"]\n'
+    )
 
 
 def test_proc_net_tcp_lists_this_machines_listeners():
@@ -49,8 +53,9 @@ def test_proc_net_tcp_lists_this_machines_listeners():
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        text = Path("/proc/net/tcp").read_text() + (Path("/proc/net/tcp6").read_text()
-                                                   if Path("/proc/net/tcp6").exists() else "")
+        text = Path("/proc/net/tcp").read_text() + (
+            Path("/proc/net/tcp6").read_text() if Path("/proc/net/tcp6").exists() else ""
+        )
     assert port in parse_proc_net_tcp(text)
     assert port not in parse_proc_net_tcp(text.replace(f":{port:04X} ", ":FFFF "))
 
@@ -60,13 +65,17 @@ def test_choose_ports_skips_taken_ones():
     assert choose_ports(30000, 1, set()) == [30000]
 
 
-def test_a_loading_servers_port_is_taken_and_gpus_picks_the_next(sim_root: Path, tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch):
+def test_a_loading_servers_port_is_taken_and_gpus_picks_the_next(
+    sim_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setenv("DFLASH_SIM_TIME_SCALE", "1.0")  # ~40 s of loading: the second look is mid-load
     port = _free_port_pair()
     hosts = tmp_path / "hosts.toml"
-    hosts.write_text(_host(sim_root, "portbox") + _preset("gen", "portbox", [0], port, sim_root)
-                     + _preset("clash", "portbox", [1], port, sim_root))
+    hosts.write_text(
+        _host(sim_root, "portbox")
+        + _preset("gen", "portbox", [0], port, sim_root)
+        + _preset("clash", "portbox", [1], port, sim_root)
+    )
     r = cli(hosts, "launch", "gen")
     assert r.returncode == 0, r.stdout + r.stderr
     try:
@@ -96,8 +105,10 @@ def test_a_host_without_ss_still_sees_listening_ports(sim_root: Path, tmp_path: 
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        hosts.write_text(_host(sim_root, "nossbox", f"{sim_root}/sim-nossbox/bin:{noss}")
-                         + _preset("gen", "nossbox", [0], port, sim_root))
+        hosts.write_text(
+            _host(sim_root, "nossbox", f"{sim_root}/sim-nossbox/bin:{noss}")
+            + _preset("gen", "nossbox", [0], port, sim_root)
+        )
         r = cli(hosts, "launch", "gen", "--dry-run")
     assert r.returncode == 1 and f"port {port} on nossbox is in use by another process" in r.stdout, r.stdout
     assert "no ss" not in r.stdout

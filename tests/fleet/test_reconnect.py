@@ -21,8 +21,10 @@ async def test_sessions_killed_mid_tail_no_line_lost_or_repeated(sim_ssh, contro
     inject(h.dir, 30000, "crash", kind="sigkill")  # the server's own writes must not interleave with ours
     await wait_for(lambda: not ctl.state.servers[name].alive, 10)
     n = 300
-    writer = h.ssh.spawn(["/bin/sh", "-c", f'i=0; while [ $i -lt {n} ]; do echo "SEQ $i" >> "$0"; i=$((i+1)); '
-                                           'sleep 0.01; done', log], as_user=True)
+    writer = h.ssh.spawn(
+        ["/bin/sh", "-c", f'i=0; while [ $i -lt {n} ]; do echo "SEQ $i" >> "$0"; i=$((i+1)); sleep 0.01; done', log],
+        as_user=True,
+    )
     try:
         connects = ctl.links["flaky"].connects
         for _ in range(2):

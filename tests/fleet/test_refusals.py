@@ -18,8 +18,12 @@ from tests.fleet.test_lifecycle import wait_for
 
 async def test_busy_gpu_and_port_refused_with_owner(sim_ssh, controller_factory):
     h = sim_ssh("busy")
-    text = (h.section() + preset_toml("first", h, [0], 30000) + preset_toml("samegpu", h, [0], 30005)
-            + preset_toml("sameport", h, [2], 30000))
+    text = (
+        h.section()
+        + preset_toml("first", h, [0], 30000)
+        + preset_toml("samegpu", h, [0], 30005)
+        + preset_toml("sameport", h, [2], 30000)
+    )
     ctl = controller_factory(make_fleet(text))
     await ctl.start()
     out = await ctl.launch("first", wait=True)
@@ -46,7 +50,8 @@ async def test_external_server_shown_read_only_and_sigkill_after_drain(sim_ssh, 
     # started by hand over SSH (no meta.json): the console must treat it as someone else's
     r = await ctl.links["mixed"].run(
         f"CUDA_VISIBLE_DEVICES=3 setsid nohup {h.dir}/venv/bin/python3 -m sglang.launch_server --model-path "
-        f"{h.model()} --port 30040 --mem-fraction-static 0.5 > {h.dir}/ext.log 2>&1 < /dev/null & echo $!")
+        f"{h.model()} --port 30040 --mem-fraction-static 0.5 > {h.dir}/ext.log 2>&1 < /dev/null & echo $!"
+    )
     ext_pid = int(r.stdout)
     try:
         await wait_for(lambda: "external@mixed:30040" in ctl.state.servers, 10)
@@ -73,11 +78,18 @@ async def test_hostile_values_reach_sglang_literally(sim_ssh, controller_factory
     h = sim_ssh("hostile")
     mark = f"/tmp/pwned-{uuid.uuid4().hex[:8]}"
     base = os.path.basename(mark)
-    weird = h.dir / "models" / f"we'ird $(touch {base}) `touch {base}` ; \"x\""
+    weird = h.dir / "models" / f'we\'ird $(touch {base}) `touch {base}` ; "x"'
     os.rename(h.model(), weird)  # a copy would write the sparse weights out
     served = f"name$(touch {mark})`touch {mark}`;'\"q"
-    text = h.section() + preset_toml("evil", h, [1], 30010, model=str(weird),
-                                     args=["--served-model-name", served], env={"EVIL": f"$(touch {mark});`x`"})
+    text = h.section() + preset_toml(
+        "evil",
+        h,
+        [1],
+        30010,
+        model=str(weird),
+        args=["--served-model-name", served],
+        env={"EVIL": f"$(touch {mark});`x`"},
+    )
     ctl = controller_factory(make_fleet(text))
     await ctl.start()
     out = await ctl.launch("evil", wait=True)
@@ -114,8 +126,13 @@ async def test_console_killed_during_startup_reattaches(sim_ssh, controller_fact
     h = sim_ssh("survivor")
     text = h.section() + preset_toml("small", h, [3], 30020)
     (tmp_path / "h.toml").write_text("[console]\npoll_ms = 500\n" + text)
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "h.toml")], stdout=subprocess.PIPE,
-                             text=True, cwd=str(Path(__file__).resolve().parents[2]), env=os.environ.copy())
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path / "h.toml")],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=str(Path(__file__).resolve().parents[2]),
+        env=os.environ.copy(),
+    )
     try:
         line = child.stdout.readline()
         assert line.startswith("LAUNCHED True"), line

@@ -27,16 +27,33 @@ U0, U1 = "GPU-aaaa", "GPU-bbbb"
 
 
 def meta(name="p@h:gpu0-1", gpus=(0, 1), sid=100, launch_id="L1", log="/l/a.log", **kw) -> ServerMeta:
-    return ServerMeta(name=name, host="h", gpus=gpus, port=30000, preset="p", pid=sid, sid=sid,
-                      log_path=log, launch_id=launch_id, started_at=1.0, **kw)
+    return ServerMeta(
+        name=name,
+        host="h",
+        gpus=gpus,
+        port=30000,
+        preset="p",
+        pid=sid,
+        sid=sid,
+        log_path=log,
+        launch_id=launch_id,
+        started_at=1.0,
+        **kw,
+    )
 
 
 LOADING = b"[2026-01-01 00:00:00 TP0] Load weight begin. avail mem=78.00 GB, mem usage=0.00 GB.\n"
 
 
 def sample(used=(10, 20)) -> GpuSample:
-    return GpuSample("h", 10.0, (GpuReading(0, U0, "H200", memory_used_mib=used[0], memory_total_mib=143771),
-                                 GpuReading(1, U1, "H200", memory_used_mib=used[1], memory_total_mib=143771)))
+    return GpuSample(
+        "h",
+        10.0,
+        (
+            GpuReading(0, U0, "H200", memory_used_mib=used[0], memory_total_mib=143771),
+            GpuReading(1, U1, "H200", memory_used_mib=used[1], memory_total_mib=143771),
+        ),
+    )
 
 
 def test_host_lifecycle_and_notices():
@@ -74,8 +91,12 @@ def test_every_tp_rank_counts_for_its_server_by_session():
     st = FleetState(["h"])
     st.apply(sample())
     st.apply(ServerSeen(meta(), 1.0))
-    procs = (ProcInfo(100, 1, 100, "python -m sglang.launch_server"), ProcInfo(101, 100, 100, "sglang::scheduler_TP0"),
-             ProcInfo(102, 100, 100, "sglang::scheduler_TP1"), ProcInfo(555, 1, 555, "other"))
+    procs = (
+        ProcInfo(100, 1, 100, "python -m sglang.launch_server"),
+        ProcInfo(101, 100, 100, "sglang::scheduler_TP0"),
+        ProcInfo(102, 100, 100, "sglang::scheduler_TP1"),
+        ProcInfo(555, 1, 555, "other"),
+    )
     apps = (ComputeApp(101, U0, "python", 30000), ComputeApp(102, U1, "python", 31000), ComputeApp(555, U1, "x", 500))
     st.apply(ProcessSample("h", 11.0, apps, procs))
     s = st.servers["p@h:gpu0-1"]
@@ -144,8 +165,7 @@ def test_ready_and_crash_are_toasted_once():
     st.apply(LogData(s.name, 1.2, "/l/a.log", 0, LOADING))
     st.apply(HealthResult(s.name, 1.5, "down"))  # loading: refused
     assert [n.message for n in st.apply(HealthResult(s.name, 2.0, "ok")).notices] == ["p@h:gpu0-1 is ready"]
-    st.apply(LogData(s.name, 3.0, "/l/a.log", 0,
-                     b"[2026-01-01 00:00:00] The server is fired up and ready to roll!\n"))
+    st.apply(LogData(s.name, 3.0, "/l/a.log", 0, b"[2026-01-01 00:00:00] The server is fired up and ready to roll!\n"))
     assert st.apply(HealthResult(s.name, 4.0, "ok")).notices == ()
     n1 = st.apply(ServerGone(s.name, 5.0, exit_status=137)).notices
     assert len(n1) == 1 and "crashed" in n1[0].message

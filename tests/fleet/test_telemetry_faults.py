@@ -7,8 +7,12 @@ import time
 from tests.fleet.conftest import make_fleet
 from tests.fleet.test_lifecycle import wait_for
 
-FAULTS = {"nosmi": "nvidia-smi-missing", "hangs": "nvidia-smi-hang", "noise": "nvidia-smi-garbage",
-          "nodrv": "nvidia-smi-driver"}
+FAULTS = {
+    "nosmi": "nvidia-smi-missing",
+    "hangs": "nvidia-smi-hang",
+    "noise": "nvidia-smi-garbage",
+    "nodrv": "nvidia-smi-driver",
+}
 
 
 async def test_nvidia_smi_faults_are_telemetry_errors(sim_ssh, controller_factory):
@@ -27,8 +31,10 @@ async def test_nvidia_smi_faults_are_telemetry_errors(sim_ssh, controller_factor
     await wait_for(lambda: all(ctl.state.hosts[n].apps_at and ctl.state.hosts[n].apps_at > t0 for n in FAULTS), 8)
     for n in FAULTS:  # the process loop (and so the link) kept working
         assert ctl.state.hosts[n].conn == "up" and ctl.links[n].connects == 1, (n, ctl.state.hosts[n].last_error)
-    assert all(g.reading.memory_used_mib is None or g.reading.memory_used_mib >= 0
-               for g in ctl.state.hosts["noise"].gpus.values())
+    assert all(
+        g.reading.memory_used_mib is None or g.reading.memory_used_mib >= 0
+        for g in ctl.state.hosts["noise"].gpus.values()
+    )
 
 
 NOLINE_SMI = """#!/bin/sh

@@ -30,7 +30,9 @@ time.sleep(60)
 
 
 def _session(mode: str) -> tuple[subprocess.Popen[str], int]:
-    p = subprocess.Popen([sys.executable, "-c", PARENT, mode], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", PARENT, mode], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     assert p.stdout is not None
     child = int(p.stdout.readline())
     if mode == "die":

@@ -55,8 +55,10 @@ def test_bad_field_error_text():
 
 @needs_samples
 def test_older_samples_with_subset_headers():
-    rows = nvsmi.parse_gpu_csv((SAMPLES / "05-rtx-a6000-x2-query-gpu-csv.txt").read_text(),
-                               ("index", "name", "memory.total", "memory.used", "memory.free", "utilization.gpu"))
+    rows = nvsmi.parse_gpu_csv(
+        (SAMPLES / "05-rtx-a6000-x2-query-gpu-csv.txt").read_text(),
+        ("index", "name", "memory.total", "memory.used", "memory.free", "utilization.gpu"),
+    )
     assert [r.index for r in rows] == [0, 1] and rows[1].memory_used_mib == 20 and rows[0].name == "NVIDIA RTX A6000"
 
 
@@ -67,9 +69,16 @@ def test_na_cells_become_none():
     assert r.memory_total_mib == 143771 and r.temperature_c == 40
 
 
-@pytest.mark.parametrize("line", ["garbage", "0, 1, 2", "x, GPU-a, n, b, 1, 2, 3, 4, 5, 6, 7, 8, 9",
-                                  "0, notauuid, n, b, 1, 2, 3, 4, 5, 6, 7, 8, 9",
-                                  "0, GPU-a, n, b, lots, 2, 3, 4, 5, 6, 7, 8, 9"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "garbage",
+        "0, 1, 2",
+        "x, GPU-a, n, b, 1, 2, 3, 4, 5, 6, 7, 8, 9",
+        "0, notauuid, n, b, 1, 2, 3, 4, 5, 6, 7, 8, 9",
+        "0, GPU-a, n, b, lots, 2, 3, 4, 5, 6, 7, 8, 9",
+    ],
+)
 def test_garbage_raises(line):
     with pytest.raises(nvsmi.NvsmiParseError):
         nvsmi.parse_gpu_line(line)
@@ -113,4 +122,5 @@ def test_commands_are_quoted_and_complete():
     assert cmd.startswith("nvidia-smi --query-gpu=index,uuid,name,pci.bus_id,memory.used,memory.total,memory.free,")
     assert cmd.endswith("--format=csv,noheader,nounits -lms 500")
     assert nvsmi.query_apps_command() == (
-        "nvidia-smi --query-compute-apps=pid,gpu_uuid,process_name,used_memory --format=csv,noheader,nounits")
+        "nvidia-smi --query-compute-apps=pid,gpu_uuid,process_name,used_memory --format=csv,noheader,nounits"
+    )

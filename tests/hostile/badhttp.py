@@ -21,8 +21,10 @@ SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control
 def metrics_text(series: int) -> bytes:
     """Valid Prometheus text in SGLang's names, `series` samples long (about 100 bytes a sample)."""
     rows = [b"# HELP sglang:num_running_reqs running\n# TYPE sglang:num_running_reqs gauge\n"]
-    rows += [b'sglang:num_running_reqs{dp_rank="%d",engine_type="unified",model_name="m",tp_rank="0"} 1.0\n' % i
-             for i in range(series)]
+    rows += [
+        b'sglang:num_running_reqs{dp_rank="%d",engine_type="unified",model_name="m",tp_rank="0"} 1.0\n' % i
+        for i in range(series)
+    ]
     return b"".join(rows)
 
 
@@ -48,7 +50,9 @@ class BadServer:
         try:
             head = await r.readuntil(b"\r\n\r\n")
             path = head.split(b" ", 2)[1].decode()
-            length = next((int(x.split(b":")[1]) for x in head.split(b"\r\n") if x.lower().startswith(b"content-length:")), 0)
+            length = next(
+                (int(x.split(b":")[1]) for x in head.split(b"\r\n") if x.lower().startswith(b"content-length:")), 0
+            )
             if length:
                 await r.readexactly(length)
             await getattr(self, "_" + self.mode)(path, w)
@@ -90,8 +94,11 @@ class BadServer:
 
     async def _metrics(self, path: str, w: asyncio.StreamWriter) -> None:
         body = self.metrics_body
-        w.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
-                % len(body) + body)
+        w.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
+            % len(body)
+            + body
+        )
         await w.drain()
 
     async def _deep(self, path: str, w: asyncio.StreamWriter) -> None:
@@ -102,8 +109,10 @@ class BadServer:
         if path.startswith("/v1/chat"):
             w.write(SSE_HEAD + b"data: " + doc + b"\n\n")
         else:
-            w.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
-                    b"connection: close\r\n\r\n" % len(doc) + doc)
+            w.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+                b"connection: close\r\n\r\n" % len(doc) + doc
+            )
         await w.drain()
 
     async def _endless(self, path: str, w: asyncio.StreamWriter) -> None:
@@ -114,8 +123,10 @@ class BadServer:
             body = b'{"model_path": "m"}'
             # it closes after each answer, so it says so: else a client reuses the connection for the chat and
             # loses it when the close lands (failed CI under load: 'connection lost', no tokens)
-            w.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
-                    b"connection: close\r\n\r\n" % len(body) + body)
+            w.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+                b"connection: close\r\n\r\n" % len(body) + body
+            )
             return await w.drain()
         w.write(SSE_HEAD)
         end = time.monotonic() + RUN_FOR_S

@@ -77,8 +77,17 @@ async def test_dripping_health_ends_at_its_total_deadline(bad: BadServer) -> Non
         h = await asyncio.wait_for(c.health(deadline), GUARD_S)
         took = time.monotonic() - t0
     ok = h.state == "down" and "within 1 s" in h.message and took <= deadline + _slack(base)
-    results.record("hostile", "http: /health dripping a byte every 0.25 s ends at its total deadline", 0, ok, took,
-                   h.message, deadline_s=deadline, took_s=took, baseline_s=base)
+    results.record(
+        "hostile",
+        "http: /health dripping a byte every 0.25 s ends at its total deadline",
+        0,
+        ok,
+        took,
+        h.message,
+        deadline_s=deadline,
+        took_s=took,
+        baseline_s=base,
+    )
     assert ok, (h, took)
 
 
@@ -101,8 +110,17 @@ async def test_huge_metrics_is_refused_and_the_loop_stays_free(bad: BadServer) -
         err, lag = await _lag_while(asyncio.wait_for(c.metrics(), GUARD_S))
         took = time.monotonic() - t0
     ok = isinstance(err, TooLarge) and "8 MiB" in str(err) and "\n" not in str(err)
-    results.record("hostile", "http: 60 MB /metrics refused at the 8 MiB cap", 0, ok, took, str(err),
-                   took_s=took, loop_lag_s=lag, baseline_s=base)
+    results.record(
+        "hostile",
+        "http: 60 MB /metrics refused at the 8 MiB cap",
+        0,
+        ok,
+        took,
+        str(err),
+        took_s=took,
+        loop_lag_s=lag,
+        baseline_s=base,
+    )
     assert ok, err
 
 
@@ -116,8 +134,16 @@ async def test_large_metrics_under_the_cap_parse_off_the_event_loop(bad: BadServ
     async with SGLangClient(bad.url) as c:
         m, lag = await _lag_while(c.metrics())
     ok = not isinstance(m, Exception) and m.num_running_reqs is not None and lag < on_loop / 3
-    results.record("hostile", "http: 4 MB /metrics parsed off the event loop", 0, ok, on_loop, repr(m)[:200],
-                   parse_s=on_loop, loop_lag_s=lag)
+    results.record(
+        "hostile",
+        "http: 4 MB /metrics parsed off the event loop",
+        0,
+        ok,
+        on_loop,
+        repr(m)[:200],
+        parse_s=on_loop,
+        loop_lag_s=lag,
+    )
     assert ok, (m, lag, on_loop)
 
 
@@ -128,15 +154,25 @@ async def test_endless_chat_stream_stops_at_its_deadline(bad: BadServer) -> None
         t0 = time.monotonic()
         got = 0
         with pytest.raises(Timeout, match="did not finish within 1 s"):
+
             async def consume() -> None:
                 nonlocal got
                 async for _ in c.chat_stream([{"role": "user", "content": "hi"}], timeout=1.0):
                     got += 1
+
             await asyncio.wait_for(consume(), GUARD_S)
         took = time.monotonic() - t0
     ok = got > 0 and took <= 1.0 + _slack(base)
-    results.record("hostile", "http: endless SSE chat stream stops at its total deadline", 0, ok, took,
-                   f"{got} deltas", took_s=took, baseline_s=base)
+    results.record(
+        "hostile",
+        "http: endless SSE chat stream stops at its total deadline",
+        0,
+        ok,
+        took,
+        f"{got} deltas",
+        took_s=took,
+        baseline_s=base,
+    )
     assert ok, (got, took)
 
 
@@ -148,8 +184,9 @@ async def test_probe_of_an_endless_stream_reports_its_deadline(bad: BadServer) -
         r = await asyncio.wait_for(c.probe(deadline_s=1.5), GUARD_S)
         took = time.monotonic() - t0
     ok = not r.ok and r.error is not None and "1.5 s" in r.error and took <= 1.5 + _slack(base)
-    results.record("hostile", "http: probe of an endless stream ends at its deadline", 0, ok, took, r.error or "",
-                   took_s=took)
+    results.record(
+        "hostile", "http: probe of an endless stream ends at its deadline", 0, ok, took, r.error or "", took_s=took
+    )
     assert ok, (r, took)
 
 
@@ -177,11 +214,18 @@ async def test_too_deep_json_is_a_one_line_error(bad: BadServer) -> None:
 
 def test_cli_probe_of_too_deep_json_exits_1_without_traceback(bad: BadServer) -> None:
     bad.mode = "deep"
-    p = subprocess.run([sys.executable, "-m", "console", "probe", bad.url], cwd=REPO, capture_output=True,
-                       text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "console", "probe", bad.url], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     ok = p.returncode == 1 and "Traceback" not in p.stderr + p.stdout and "nested deeper" in p.stdout + p.stderr
-    results.record("hostile", "http: `probe` of JSON nested 100,000 deep: exit 1, no traceback", 0, ok, 0.0,
-                   (p.stdout + p.stderr)[-300:])
+    results.record(
+        "hostile",
+        "http: `probe` of JSON nested 100,000 deep: exit 1, no traceback",
+        0,
+        ok,
+        0.0,
+        (p.stdout + p.stderr)[-300:],
+    )
     assert ok, (p.returncode, p.stdout, p.stderr)
 
 

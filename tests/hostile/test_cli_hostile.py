@@ -30,19 +30,24 @@ def hostile_log_lines() -> list[bytes]:
     """Log lines whose markers must each reach the output: an OSC opened and never closed (a BEL comes three
     lines later), every C1 control at the end of its own line, the raw 8-bit line."""
     ts = b"[2026-12-01 14:00:01] "
-    lines = [ts + b"OPEN \x1b]0;never closed", *(ts + f"KEPT-{i}".encode() for i in range(1, 4)),
-             ts + b"CLOSE \x07 AFTER-BEL", ts + RAW_8BIT]
+    lines = [
+        ts + b"OPEN \x1b]0;never closed",
+        *(ts + f"KEPT-{i}".encode() for i in range(1, 4)),
+        ts + b"CLOSE \x07 AFTER-BEL",
+        ts + RAW_8BIT,
+    ]
     lines += [ts + f"C1-{ord(c):02X} K{ord(c):02X} {c}".encode() for c in C1]
     return lines
 
 
-MARKERS = ["OPEN", "KEPT-1", "KEPT-2", "KEPT-3", "CLOSE", "AFTER-BEL", "RAW", "RAWEND",
-           *(f"K{ord(c):02X}" for c in C1)]
+MARKERS = ["OPEN", "KEPT-1", "KEPT-2", "KEPT-3", "CLOSE", "AFTER-BEL", "RAW", "RAWEND", *(f"K{ord(c):02X}" for c in C1)]
 
 
 def _problems(where: str, text: str, must: list[str]) -> list[str]:
-    bad = [f"{where}: control {m.group()!r} at {m.start()}: {text[max(0, m.start() - 30): m.start() + 10]!r}"
-           for m in list(BAD_CHAR.finditer(text))[:2]]
+    bad = [
+        f"{where}: control {m.group()!r} at {m.start()}: {text[max(0, m.start() - 30) : m.start() + 10]!r}"
+        for m in list(BAD_CHAR.finditer(text))[:2]
+    ]
     lost = [m for m in must if m not in text]
     return bad + ([f"{where}: lost {', '.join(lost[:8])}{' …' if len(lost) > 8 else ''}"] if lost else [])
 
@@ -59,9 +64,13 @@ class _Follow:
     """A real `dflash-console logs -f NAME` process; a thread collects what it prints."""
 
     def __init__(self, hosts: Path, name: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "console", "--hosts", str(hosts), "logs", name, "-f",
-                                      "-n", "0"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "console", "--hosts", str(hosts), "logs", name, "-f", "-n", "0"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self._chunks: list[bytes] = []
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -92,8 +101,13 @@ def test_c1_and_8bit_host_text_on_the_cli_over_sshd(ssh_host_factory, sim_root: 
     hosts = sf.toml(preset_toml("hot", h, port=port))
     name = "hot@c1h:gpu0"
     inject(h.dir, port, "slow", factor=20)  # a loading phase long enough to write into (read at its first step)
-    proc = subprocess.Popen([sys.executable, "-m", "console", "--hosts", str(hosts), "launch", "hot", "--wait"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "console", "--hosts", str(hosts), "launch", "hot", "--wait"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + patient(30)
         while not ((log := _log_of(h.dir, "hot")) and b"server_args=" in log.read_bytes()):
@@ -105,11 +119,13 @@ def test_c1_and_8bit_host_text_on_the_cli_over_sshd(ssh_host_factory, sim_root: 
         sid = h.ssh.exec(f"ps -o sid= -p {pid}").stdout.strip()
         # the server's session (it and its ranks) stopped first: each writes at its own offset (`> LOG`)
         h.ssh.exec(f"pkill -STOP -s {sid}")
-        cause = (b"RuntimeError: CAUSE-START " + "".join(C1).encode() + b" " + RAW_8BIT + b" CAUSE-END")
+        cause = b"RuntimeError: CAUSE-START " + "".join(C1).encode() + b" " + RAW_8BIT + b" CAUSE-END"
         with open(log, "ab") as f:
             f.write(b"".join(ln + b"\n" for ln in hostile_log_lines()))
-            f.write(b"[2026-12-01 14:00:02] Scheduler hit an exception: Traceback (most recent call last):\n"
-                    b'  File "/opt/sglang/srt/managers/scheduler.py", line 1, in event_loop\n' + cause + b"\n")
+            f.write(
+                b"[2026-12-01 14:00:02] Scheduler hit an exception: Traceback (most recent call last):\n"
+                b'  File "/opt/sglang/srt/managers/scheduler.py", line 1, in event_loop\n' + cause + b"\n"
+            )
         h.ssh.exec(f"pkill -KILL -s {sid}")
         raw_out, _ = proc.communicate(timeout=patient(60))
         follow.wait_for("CAUSE-END", patient(20))
@@ -139,8 +155,9 @@ def test_c1_and_8bit_host_text_on_the_cli_over_sshd(ssh_host_factory, sim_root: 
         probs = _problems(where, text, must)
         if where.startswith("`launch") and proc.returncode == 0:
             probs.append(f"{where}: exit 0 for a crashed launch")
-        results.record("hostile", f"C1 and 8-bit host text: {where}", 0, not probs, time.monotonic() - t0,
-                       "; ".join(probs))
+        results.record(
+            "hostile", f"C1 and 8-bit host text: {where}", 0, not probs, time.monotonic() - t0, "; ".join(probs)
+        )
         if probs:
             failed[where] = probs
     assert not failed, (failed, f"launch --wait exited {proc.returncode}: {launch_out[-800:]!r}")

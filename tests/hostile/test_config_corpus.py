@@ -54,11 +54,21 @@ KEYED = [(i, ln.split("=", 1)[0].strip()) for i, ln in enumerate(LINES) if "=" i
 REQUIRED = [i for i, k in KEYED if k in ("host", "model", "gpus")]
 # values no coercion can rescue, per key
 WRONG: dict[str, list[str]] = {
-    "poll_ms": ['"fast"', "5", "[1]"], "bell": ['"maybe"', "[true]"], "address": ["[1, 2]", "{ a = 1 }"],
-    "port": ['"twenty"', "[0]", "0", "70000", "-1", "9223372036854775807"], "user": ["42", "[\"a\"]"],
-    "transport": ['"telnet"', "1"], "python": ["3.11", "false"], "http": ['"udp"', "[]"], "env": ['"x"', "[1]"],
-    "host": ['"nosuchhost"', "7"], "gpus": ['"0,1"', "[-1]", "[]", "0", '["a"]'], "tp": ['"two"', "0", "3"],
-    "model": ["5", "[]"], "ready_timeout": ["-1", '"soon"'], "args": ['"--x"', "[1, 2]"],
+    "poll_ms": ['"fast"', "5", "[1]"],
+    "bell": ['"maybe"', "[true]"],
+    "address": ["[1, 2]", "{ a = 1 }"],
+    "port": ['"twenty"', "[0]", "0", "70000", "-1", "9223372036854775807"],
+    "user": ["42", '["a"]'],
+    "transport": ['"telnet"', "1"],
+    "python": ["3.11", "false"],
+    "http": ['"udp"', "[]"],
+    "env": ['"x"', "[1]"],
+    "host": ['"nosuchhost"', "7"],
+    "gpus": ['"0,1"', "[-1]", "[]", "0", '["a"]'],
+    "tp": ['"two"', "0", "3"],
+    "model": ["5", "[]"],
+    "ready_timeout": ["-1", '"soon"'],
+    "args": ['"--x"', "[1, 2]"],
 }
 HUGE = "x" * 1_000_000
 KNOWN = set(Host.model_fields) | set(Preset.model_fields) | set(ConsoleSettings.model_fields) | {"hosts", "presets"}
@@ -68,13 +78,13 @@ def _typo(key: str, data: st.DataObject) -> str:
     i = data.draw(st.integers(0, len(key) - 1))
     op = data.draw(st.sampled_from(["drop", "double", "swap", "case", "char"]))
     if op == "drop" and len(key) > 1:
-        out = key[:i] + key[i + 1:]
+        out = key[:i] + key[i + 1 :]
     elif op == "double":
         out = key[:i] + key[i] + key[i:]
     elif op == "swap" and i + 1 < len(key) and key[i] != key[i + 1]:
-        out = key[:i] + key[i + 1] + key[i] + key[i + 2:]
+        out = key[:i] + key[i + 1] + key[i] + key[i + 2 :]
     elif op == "case":
-        out = key[:i] + key[i].upper() + key[i + 1:]
+        out = key[:i] + key[i].upper() + key[i + 1 :]
     else:
         out = key[:i] + data.draw(st.sampled_from("qzjx")) + key[i:]
     return out if out not in KNOWN and out != key else key + "z"
@@ -102,8 +112,21 @@ def malformed(draw: st.DrawFn) -> tuple[str, bytes, str]:
         lines[i] = lines[i].replace(key, _typo(key, data), 1)
     elif kind == "bad_toml":
         i = draw(st.integers(0, len(lines) - 1))
-        junk = draw(st.sampled_from(['x = "unterminated', "[hosts.", "= 1", "a = [1, 2", "[[presets]", "k = 1 2",
-                                     "model = '''", "\x00", "[hosts.ct129]"]))
+        junk = draw(
+            st.sampled_from(
+                [
+                    'x = "unterminated',
+                    "[hosts.",
+                    "= 1",
+                    "a = [1, 2",
+                    "[[presets]",
+                    "k = 1 2",
+                    "model = '''",
+                    "\x00",
+                    "[hosts.ct129]",
+                ]
+            )
+        )
         lines.insert(i, junk)
     elif kind == "huge":
         i, key = draw(st.sampled_from([(i, k) for i, k in KEYED if k in ("transport", "http", "port", "host")]))
@@ -116,7 +139,9 @@ def malformed(draw: st.DrawFn) -> tuple[str, bytes, str]:
     raw = ("\n".join(lines) + "\n").encode()
     if kind == "non_utf8":
         pos = draw(st.integers(0, len(raw)))
-        raw = raw[:pos] + draw(st.sampled_from([b"\xff", b"\xfe\xfe", b"\xc3\x28", b"\xed\xa0\x80", b"\x80"])) + raw[pos:]
+        raw = (
+            raw[:pos] + draw(st.sampled_from([b"\xff", b"\xfe\xfe", b"\xc3\x28", b"\xed\xa0\x80", b"\x80"])) + raw[pos:]
+        )
     return kind, raw, field
 
 
@@ -144,11 +169,16 @@ _SEEN: dict[str, int] = {}
 
 
 @seed(results.SEED)  # the same 200 files every run: trial counts compare
-@settings(max_examples=trials(200), deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=trials(200),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(malformed())
-def test_every_malformed_file_gives_located_errors(tmp_path_factory: pytest.TempPathFactory,
-                                                   case: tuple[str, bytes, str]) -> None:
+def test_every_malformed_file_gives_located_errors(
+    tmp_path_factory: pytest.TempPathFactory, case: tuple[str, bytes, str]
+) -> None:
     kind, raw, field = case
     t0 = time.monotonic()
     p = tmp_path_factory.mktemp("cfg") / "hosts.toml"
@@ -160,8 +190,9 @@ def test_every_malformed_file_gives_located_errors(tmp_path_factory: pytest.Temp
     except ConfigError as e:
         problems = check_issues(e, str(p), raw, field)
     _SEEN[kind] = _SEEN.get(kind, 0) + 1
-    results.record("hostile", f"config corpus: {kind}", _SEEN[kind], not problems, time.monotonic() - t0,
-                   "; ".join(problems)[:300])
+    results.record(
+        "hostile", f"config corpus: {kind}", _SEEN[kind], not problems, time.monotonic() - t0, "; ".join(problems)[:300]
+    )
     assert not problems, (kind, raw[:300], problems)
 
 
@@ -189,13 +220,28 @@ def test_cli_check_exits_2_with_located_errors(tmp_path: Path, kind: str) -> Non
     p = tmp_path / "hosts.toml"
     p.write_bytes(raw)
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "console", "--hosts", str(p), "check"], cwd=REPO, capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "console", "--hosts", str(p), "check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     errs = [m for ln in r.stderr.splitlines() if (m := ISSUE_RE.match(ln))]
-    ok = r.returncode == 2 and "Traceback" not in r.stderr + r.stdout and bool(errs) and all(
-        m["file"] == str(p) and int(m["line"]) >= 1 for m in errs)
-    results.record("hostile", "config via CLI `check`: exit 2, located, no traceback", len(_SEEN), ok,
-                   time.monotonic() - t0, f"{kind}: rc {r.returncode}: {r.stderr[-300:]}")
+    ok = (
+        r.returncode == 2
+        and "Traceback" not in r.stderr + r.stdout
+        and bool(errs)
+        and all(m["file"] == str(p) and int(m["line"]) >= 1 for m in errs)
+    )
+    results.record(
+        "hostile",
+        "config via CLI `check`: exit 2, located, no traceback",
+        len(_SEEN),
+        ok,
+        time.monotonic() - t0,
+        f"{kind}: rc {r.returncode}: {r.stderr[-300:]}",
+    )
     assert ok, (r.returncode, r.stderr[-1000:])
 
 

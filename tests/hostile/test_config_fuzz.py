@@ -20,13 +20,41 @@ from tests.faults import results
 from tests.faults.simfleet import trials
 
 ISSUE = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?:error|warning): (?P<field>.+?): .+")
-HOST_KEYS = ["address", "port", "user", "identity", "proxy_jump", "known_hosts", "python", "run_dir", "log_dir",
-             "env", "http", "transport", "description"]
-PRESET_KEYS = ["host", "gpus", "tp", "model", "port", "bind", "args", "env", "log", "ready_timeout", "python",
-               "api_key_env", "description"]
+HOST_KEYS = [
+    "address",
+    "port",
+    "user",
+    "identity",
+    "proxy_jump",
+    "known_hosts",
+    "python",
+    "run_dir",
+    "log_dir",
+    "env",
+    "http",
+    "transport",
+    "description",
+]
+PRESET_KEYS = [
+    "host",
+    "gpus",
+    "tp",
+    "model",
+    "port",
+    "bind",
+    "args",
+    "env",
+    "log",
+    "ready_timeout",
+    "python",
+    "api_key_env",
+    "description",
+]
 TEXT = st.text(st.sampled_from(list("abcXYZ_09-=./ []{}\"'\\#\n\t\x00\x1b\x9bé💥")), max_size=12)
-KEY = st.one_of(st.sampled_from(HOST_KEYS + PRESET_KEYS + ["theme", "bell", "poll_ms", "prot", "gpu"]),
-                st.text(st.sampled_from(list("abXY_-=. 9\x1b\"'")), min_size=1, max_size=8))
+KEY = st.one_of(
+    st.sampled_from(HOST_KEYS + PRESET_KEYS + ["theme", "bell", "poll_ms", "prot", "gpu"]),
+    st.text(st.sampled_from(list("abXY_-=. 9\x1b\"'")), min_size=1, max_size=8),
+)
 
 
 def toml_str(s: str) -> str:
@@ -39,9 +67,34 @@ def toml_key(k: str) -> str:
 
 def _scalar() -> st.SearchStrategy[str]:
     return st.one_of(
-        TEXT.map(toml_str), st.integers(-2**70, 2**70).map(str), st.sampled_from(["true", "false", "1.5", "-0.0",
-        "inf", "nan", "1979-05-27T07:32:00Z", "0x1F", "1_000", "30000", "0", "[0, 1]", "[0, 0]", '"local"',
-        '"ssh"', '"tunnel"', '"direct"', '"h0"', '["--tp", "2"]', '{ "X=Y" = "v" }', '{ HF_TOKEN = "t" }']))
+        TEXT.map(toml_str),
+        st.integers(-(2**70), 2**70).map(str),
+        st.sampled_from(
+            [
+                "true",
+                "false",
+                "1.5",
+                "-0.0",
+                "inf",
+                "nan",
+                "1979-05-27T07:32:00Z",
+                "0x1F",
+                "1_000",
+                "30000",
+                "0",
+                "[0, 1]",
+                "[0, 0]",
+                '"local"',
+                '"ssh"',
+                '"tunnel"',
+                '"direct"',
+                '"h0"',
+                '["--tp", "2"]',
+                '{ "X=Y" = "v" }',
+                '{ HF_TOKEN = "t" }',
+            ]
+        ),
+    )
 
 
 def _array(xs: list[str]) -> str:
@@ -56,8 +109,14 @@ SCALAR = _scalar()
 _VALUES = [SCALAR]
 for _ in range(2):  # built once: fresh strategies per draw cost hypothesis more than the checks themselves
     _inner = _VALUES[-1]
-    _VALUES.append(st.one_of(SCALAR, SCALAR, st.lists(_inner, max_size=3).map(_array),
-                             st.lists(st.tuples(KEY, _inner), max_size=3).map(_table)))
+    _VALUES.append(
+        st.one_of(
+            SCALAR,
+            SCALAR,
+            st.lists(_inner, max_size=3).map(_array),
+            st.lists(st.tuples(KEY, _inner), max_size=3).map(_table),
+        )
+    )
 
 
 def value(depth: int) -> st.SearchStrategy[str]:
@@ -66,8 +125,11 @@ def value(depth: int) -> st.SearchStrategy[str]:
 
 
 def deep(n: int, kind: str) -> str:
-    return {"array": "[" * n + "1" + "]" * n, "table": "{ a = " * n + "1" + " }" * n,
-            "mixed": "[{ a = " * (n // 2) + "1" + " }]" * (n // 2)}[kind]
+    return {
+        "array": "[" * n + "1" + "]" * n,
+        "table": "{ a = " * n + "1" + " }" * n,
+        "mixed": "[{ a = " * (n // 2) + "1" + " }]" * (n // 2),
+    }[kind]
 
 
 @st.composite
@@ -75,18 +137,24 @@ def fleet_text(draw: st.DrawFn) -> str:
     out: list[str] = []
     hosts = draw(st.lists(st.sampled_from(["h0", "h1", "gpu-box", "x y"]), min_size=0, max_size=3, unique=True))
     if draw(st.booleans()):
-        out.append("[console]\n" + "".join(f"{toml_key(k)} = {draw(value(1))}\n"
-                                           for k in draw(st.lists(st.sampled_from(["theme", "bell", "poll_ms", "x"]),
-                                                                  max_size=3, unique=True))))
+        out.append(
+            "[console]\n"
+            + "".join(
+                f"{toml_key(k)} = {draw(value(1))}\n"
+                for k in draw(st.lists(st.sampled_from(["theme", "bell", "poll_ms", "x"]), max_size=3, unique=True))
+            )
+        )
     for h in hosts:
         body = {"transport": '"local"'} if draw(st.booleans()) else {}
         for k in draw(st.lists(KEY, max_size=4, unique=True)):
             body[k] = draw(value(2))
         out.append(f"[hosts.{toml_key(h)}]\n" + "".join(f"{toml_key(k)} = {v}\n" for k, v in body.items()))
     for i in range(draw(st.integers(0, 3))):
-        body = {"host": toml_str(draw(st.sampled_from([*hosts, "nohost"]))) if hosts else '"nohost"',
-                "gpus": draw(st.sampled_from(["[0]", "[0, 1]", "[1, 0, 1]", "[]", "[-1]", "0"])),
-                "model": toml_str("/models/m")}
+        body = {
+            "host": toml_str(draw(st.sampled_from([*hosts, "nohost"]))) if hosts else '"nohost"',
+            "gpus": draw(st.sampled_from(["[0]", "[0, 1]", "[1, 0, 1]", "[]", "[-1]", "0"])),
+            "model": toml_str("/models/m"),
+        }
         for k in draw(st.lists(KEY, max_size=4, unique=True)):
             body[k] = draw(value(2))
         for k in draw(st.lists(st.sampled_from(["host", "gpus", "model"]), max_size=1)):
@@ -107,8 +175,24 @@ def fleet_text(draw: st.DrawFn) -> str:
             text = text[: draw(st.integers(0, text_len))] if text_len else text
             continue
         elif how == "insert":
-            lines.insert(at, draw(st.sampled_from(['x = "unterminated', "= 1", "a = [1, 2", "[[presets]]", "k = 1 2",
-                                                   "model = '''", "[hosts.", '"X=Y" = "v"', "a.b.c.d = 1"])))
+            lines.insert(
+                at,
+                draw(
+                    st.sampled_from(
+                        [
+                            'x = "unterminated',
+                            "= 1",
+                            "a = [1, 2",
+                            "[[presets]]",
+                            "k = 1 2",
+                            "model = '''",
+                            "[hosts.",
+                            '"X=Y" = "v"',
+                            "a.b.c.d = 1",
+                        ]
+                    )
+                ),
+            )
         elif how == "dup-table":
             lines.insert(at, "[hosts.h0]")
         elif how == "bad-line":
@@ -139,8 +223,13 @@ def run_check(path: Path) -> tuple[int, str, str, str]:
 _N = {"n": 0, "ok0": 0, "ok2": 0}
 
 
-@settings(max_examples=trials(500), derandomize=True, database=None, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@settings(
+    max_examples=trials(500),
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
 @given(text=fleet_text())
 def test_config_fuzz_never_tracebacks(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
     t0 = time.monotonic()
@@ -165,8 +254,14 @@ def test_config_fuzz_never_tracebacks(tmp_path_factory: pytest.TempPathFactory, 
     elif rc != 0:
         probs.append(f"exit {rc}: {err[-300:]!r}")
     _N["ok0" if rc == 0 else "ok2"] += not probs
-    results.record("hostile", "config fuzz via CLI `check`: exit 0 or 2 located, never a traceback", _N["n"],
-                   not probs, time.monotonic() - t0, "; ".join(probs)[:400])
+    results.record(
+        "hostile",
+        "config fuzz via CLI `check`: exit 0 or 2 located, never a traceback",
+        _N["n"],
+        not probs,
+        time.monotonic() - t0,
+        "; ".join(probs)[:400],
+    )
     assert not probs, (text[:800], probs)
 
 

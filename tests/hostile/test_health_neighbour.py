@@ -25,8 +25,11 @@ BADHTTP = Path(__file__).with_name("badhttp.py")
 
 def _server(mode: str, port: int) -> subprocess.Popen[bytes]:
     """A real process whose argv reads like SGLang's (so the console's process loop owns it), in its own session."""
-    p = subprocess.Popen([sys.executable, str(BADHTTP), mode, str(port), "sglang.launch_server"],
-                         stdout=subprocess.PIPE, start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, str(BADHTTP), mode, str(port), "sglang.launch_server"],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
     assert p.stdout is not None and p.stdout.readline() == b"listening\n"
     return p
 
@@ -36,21 +39,34 @@ def _meta(run_dir: Path, name: str, port: int, pid: int) -> None:
     d.mkdir(parents=True)
     log = run_dir / f"{discovery.safe_name(name)}.log"
     log.write_text("")
-    m = ServerMeta(name=name, host="box", gpus=(0,), port=port, preset=None, managed=True, pid=pid, sid=pid,
-                   log_path=str(log), argv=("python", "-m", "sglang.launch_server"), launch_id=name)
+    m = ServerMeta(
+        name=name,
+        host="box",
+        gpus=(0,),
+        port=port,
+        preset=None,
+        managed=True,
+        pid=pid,
+        sid=pid,
+        log_path=str(log),
+        argv=("python", "-m", "sglang.launch_server"),
+        launch_id=name,
+    )
     (d / "meta.json").write_text(discovery.meta_to_json(m))
 
 
-async def test_a_dripping_neighbour_leaves_the_health_loop_and_wait_ready_going(tmp_path: Path,
-                                                                                monkeypatch) -> None:
+async def test_a_dripping_neighbour_leaves_the_health_loop_and_wait_ready_going(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("DFLASH_STATE_DIR", str(tmp_path / "state"))
     run_dir = tmp_path / "run"
     ports = {"a-drip@box:gpu0": free_port("127.0.0.1"), "b-ok@box:gpu1": free_port("127.0.0.1")}
     procs = {name: _server("drip" if "drip" in name else "ok", port) for name, port in ports.items()}
     for name, port in ports.items():
         _meta(run_dir, name, port, procs[name].pid)
-    fleet = parse_fleet(f'[console]\npoll_ms = 500\n[hosts.box]\ntransport = "local"\nhttp = "direct"\n'
-                        f'python = "{sys.executable}"\nrun_dir = "{run_dir}"\n', "test-hosts.toml")
+    fleet = parse_fleet(
+        f'[console]\npoll_ms = 500\n[hosts.box]\ntransport = "local"\nhttp = "direct"\n'
+        f'python = "{sys.executable}"\nrun_dir = "{run_dir}"\n',
+        "test-hosts.toml",
+    )
     ctl = FleetController(fleet)
     try:
         t0 = time.monotonic()
@@ -67,8 +83,16 @@ async def test_a_dripping_neighbour_leaves_the_health_loop_and_wait_ready_going(
         # the drip is checked first (listing order): one full deadline, then the next request is the neighbour's
         bound = HEALTH_DEADLINE_S + 2 * HEALTH_EVERY_S + 3.0
         passed = ok and drip.health == "error" and "within 5 s" in drip.health_detail and took <= bound
-        results.record("hostile", "http: a dripping /health next to a healthy server: its wait_ready returns", 0,
-                       passed, took, f"{msg}; drip: {drip.health} {drip.health_detail}", took_s=took, bound_s=bound)
+        results.record(
+            "hostile",
+            "http: a dripping /health next to a healthy server: its wait_ready returns",
+            0,
+            passed,
+            took,
+            f"{msg}; drip: {drip.health} {drip.health_detail}",
+            took_s=took,
+            bound_s=bound,
+        )
         assert passed, (ok, msg, drip.health, drip.health_detail, took)
     finally:
         await ctl.close()

@@ -46,16 +46,39 @@ def test_under_a_lower_recursion_limit_too_deep_is_still_named() -> None:
 
 
 def _meta(name: str, pid: int) -> str:
-    m = ServerMeta(name=name, host="gpu1", gpus=(0,), port=30000, preset="p", managed=True, pid=pid, sid=pid,
-                   log_path=f"/logs/{name}.log", argv=("python", "-m", "sglang.launch_server"))
+    m = ServerMeta(
+        name=name,
+        host="gpu1",
+        gpus=(0,),
+        port=30000,
+        preset="p",
+        managed=True,
+        pid=pid,
+        sid=pid,
+        log_path=f"/logs/{name}.log",
+        argv=("python", "-m", "sglang.launch_server"),
+    )
     return discovery.meta_to_json(m)
 
 
 def test_one_bad_meta_json_keeps_the_other_servers() -> None:
-    listing = "\n".join(["==> meta", _meta("a@gpu1:gpu0", 100), "==> meta", DEEP, "==> meta", "{not json",
-                         "==> meta", "[1, 2]", "==> meta", _meta("b@gpu1:gpu1", 200), "==> ps",
-                         "100 1 100 python -m sglang.launch_server --port 30000",
-                         "200 1 200 python -m sglang.launch_server --port 30001"])
+    listing = "\n".join(
+        [
+            "==> meta",
+            _meta("a@gpu1:gpu0", 100),
+            "==> meta",
+            DEEP,
+            "==> meta",
+            "{not json",
+            "==> meta",
+            "[1, 2]",
+            "==> meta",
+            _meta("b@gpu1:gpu1", 200),
+            "==> ps",
+            "100 1 100 python -m sglang.launch_server --port 30000",
+            "200 1 200 python -m sglang.launch_server --port 30001",
+        ]
+    )
     metas, _, procs = discovery.parse_listing_full(listing, "gpu1")
     names = [m.name for m in metas]
     ok = names == ["a@gpu1:gpu0", "b@gpu1:gpu1"] and all(discovery.is_alive(m, procs) for m in metas)
@@ -64,9 +87,25 @@ def test_one_bad_meta_json_keeps_the_other_servers() -> None:
 
 
 def test_too_deep_config_json_is_a_named_non_blocking_precheck() -> None:
-    text = "\n".join(["==> gpus", "0, GPU-aaa, 10", "==> apps", "==> ps", "==> ports", "==> model", "present",
-                      DEEP, "==> disk", "Filesystem 1024-blocks Used Available Capacity Mounted",
-                      "/dev/sda1 100000000 1 99999999 1% /", "==> metas", "==> meta", DEEP, "==> end"])
+    text = "\n".join(
+        [
+            "==> gpus",
+            "0, GPU-aaa, 10",
+            "==> apps",
+            "==> ps",
+            "==> ports",
+            "==> model",
+            "present",
+            DEEP,
+            "==> disk",
+            "Filesystem 1024-blocks Used Available Capacity Mounted",
+            "/dev/sda1 100000000 1 99999999 1% /",
+            "==> metas",
+            "==> meta",
+            DEEP,
+            "==> end",
+        ]
+    )
     f = prechecks.parse_facts(text, "gpu1")
     assert f.model_present and f.model_config is None
     assert f.model_config_error == "JSON nested deeper than 64 levels" and f.gpus == [(0, "GPU-aaa", 10)]

@@ -20,8 +20,10 @@ ROW = "0, GPU-0, NVIDIA H200, 0:0, 21453, 143771, 0, 5, 99, 30, 90.5, 700, 345\n
 
 def _flood(prefix: bytes = b"", suffix: bytes = b"") -> Iterator[bytes]:
     """stdout of a real process: prefix, TOTAL bytes with no newline, suffix; read in 64 KiB chunks."""
-    code = ("import sys; o = sys.stdout.buffer; o.write(bytes.fromhex(sys.argv[1])); z = b'z' * 65536\n"
-            f"for _ in range({TOTAL // 65536}): o.write(z)\no.write(bytes.fromhex(sys.argv[2])); o.flush()")
+    code = (
+        "import sys; o = sys.stdout.buffer; o.write(bytes.fromhex(sys.argv[1])); z = b'z' * 65536\n"
+        f"for _ in range({TOTAL // 65536}): o.write(z)\no.write(bytes.fromhex(sys.argv[2])); o.flush()"
+    )
     p = subprocess.Popen([sys.executable, "-c", code, prefix.hex(), suffix.hex()], stdout=subprocess.PIPE)
     assert p.stdout is not None
     try:
@@ -43,10 +45,21 @@ def test_nvidia_smi_line_without_newline_is_capped_and_reported_once() -> None:
         bad += b
         held = max(held, len(buf._partial))
     samples += [buf.flush()]
-    ok = (held <= nvsmi.MAX_LINE and len(bad) == 1 and "longer than 65536 characters" in bad[0]
-          and [r.memory_used_mib for t in samples if t for r in t] == [21453, 21453, 21453])
-    results.record("hostile", "lines: 50 MB nvidia-smi line without newline held to 64 KiB, reported once", 0, ok,
-                   0.0, bad[0][:80] if bad else "no report", held_bytes=held)
+    ok = (
+        held <= nvsmi.MAX_LINE
+        and len(bad) == 1
+        and "longer than 65536 characters" in bad[0]
+        and [r.memory_used_mib for t in samples if t for r in t] == [21453, 21453, 21453]
+    )
+    results.record(
+        "hostile",
+        "lines: 50 MB nvidia-smi line without newline held to 64 KiB, reported once",
+        0,
+        ok,
+        0.0,
+        bad[0][:80] if bad else "no report",
+        held_bytes=held,
+    )
     assert ok, (held, bad[:2], samples)
 
 
@@ -60,8 +73,15 @@ def test_process_loop_line_without_newline_is_capped() -> None:
         frames += parser.feed(cap.feed(chunk), 0.0)
         held = max(held, len(parser._partial))
     ok = held <= PROC_MAX_LINE and cap.cut == 1 and len(frames) == 3 and frames[-1].procs[0].pid == 7
-    results.record("hostile", "lines: 50 MB process-loop line without newline held to 1 MiB", 0, ok, 0.0,
-                   f"{len(frames)} frames", held_bytes=held)
+    results.record(
+        "hostile",
+        "lines: 50 MB process-loop line without newline held to 1 MiB",
+        0,
+        ok,
+        0.0,
+        f"{len(frames)} frames",
+        held_bytes=held,
+    )
     assert ok, (held, cap.cut, frames)
 
 
@@ -92,10 +112,13 @@ def test_agent_sends_at_most_1_mib_of_a_flooding_compute_apps_query(tmp_path) ->
     from console.fleet.agent import agent_procs_command
 
     flood = tmp_path / "apps"
-    flood.write_text(f"#!/bin/sh\nexec {sys.executable} -c \"import sys; sys.stdout.write(('1, GPU-0, p, 9' + chr(10)) * 600000)\"\n")
+    flood.write_text(
+        f"#!/bin/sh\nexec {sys.executable} -c \"import sys; sys.stdout.write(('1, GPU-0, p, 9' + chr(10)) * 600000)\"\n"
+    )
     flood.chmod(0o755)
-    p = subprocess.Popen(["/bin/sh", "-c", agent_procs_command(sys.executable, apps_command=str(flood))],
-                         stdout=subprocess.PIPE)
+    p = subprocess.Popen(
+        ["/bin/sh", "-c", agent_procs_command(sys.executable, apps_command=str(flood))], stdout=subprocess.PIPE
+    )
     assert p.stdout is not None
     data = b""
     deadline = time.monotonic() + 30

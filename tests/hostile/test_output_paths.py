@@ -49,25 +49,33 @@ SEQUENCES: dict[str, str] = {
     "C0 controls (NUL, BEL, BS, SO, ESC alone, DEL)": "\x00\x07\x08\x0e\x1b\x7f",
     "unterminated OSC": "\x1b]52;c;dW50ZXJt",
 }
-SECRET_TEXT = (f"server_args=ServerArgs(model_path='/m', api_key='{API_KEY}', max_total_num_tokens=4096) "
-               f"--api-key {API_KEY} HF_TOKEN={HF_TOKEN} bare {HF_TOKEN} MY_SERVICE_TOKEN={UNKNOWN[0]} "
-               f'{{"api_key": "{UNKNOWN[1]}"}} {{\'password\': \'{UNKNOWN[2]}\'}} Authorization: Bearer {UNKNOWN[3]}')
+SECRET_TEXT = (
+    f"server_args=ServerArgs(model_path='/m', api_key='{API_KEY}', max_total_num_tokens=4096) "
+    f"--api-key {API_KEY} HF_TOKEN={HF_TOKEN} bare {HF_TOKEN} MY_SERVICE_TOKEN={UNKNOWN[0]} "
+    f"{{\"api_key\": \"{UNKNOWN[1]}\"}} {{'password': '{UNKNOWN[2]}'}} Authorization: Bearer {UNKNOWN[3]}"
+)
 BAD_CHAR = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def payload(tag: str) -> str:
     """One line: every sequence, each followed by a word that must survive, then the secrets; the tag at both
     ends, as paths keep a line's head or its tail. (CR is not in it: it ends a log line, see the unit test.)"""
-    return (f"{tag} " + " ".join(f"{seq}W{i:02d}" for i, seq in enumerate(SEQUENCES.values())) + " " + SECRET_TEXT
-            + f" {tag}")
+    return (
+        f"{tag} "
+        + " ".join(f"{seq}W{i:02d}" for i, seq in enumerate(SEQUENCES.values()))
+        + " "
+        + SECRET_TEXT
+        + f" {tag}"
+    )
 
 
 def pane_payload(tag: str, per_line: int = 4) -> list[str]:
     """For a path that shows narrow rows (a GPU pane's log tail, ~60 columns): every sequence of `payload`,
     `per_line` to a line with its word (numbered as in `payload`), then a line with two secrets."""
     seqs = [f"{seq}W{i:02d}" for i, seq in enumerate(SEQUENCES.values())]
-    return ([f"{tag} " + " ".join(seqs[i:i + per_line]) for i in range(0, len(seqs), per_line)]
-            + [f"{tag} api_key='{API_KEY}' {HF_TOKEN}"])
+    return [f"{tag} " + " ".join(seqs[i : i + per_line]) for i in range(0, len(seqs), per_line)] + [
+        f"{tag} api_key='{API_KEY}' {HF_TOKEN}"
+    ]
 
 
 def check_path(where: str, text: str, tag: str, t0: float, *, escapes: bool = True, whole: bool = True) -> list[str]:
@@ -78,11 +86,16 @@ def check_path(where: str, text: str, tag: str, t0: float, *, escapes: bool = Tr
     secret = [f"{where}: secret {s[:6]}… shown" for s in SECRETS if s in text]
     if "max_total_num_tokens=***" in text:
         secret.append(f"{where}: a non-secret (max_total_num_tokens) was masked")
-    esc = [f"{where}: control {m.group()!r} at {m.start()}: {text[max(0, m.start() - 30): m.start() + 10]!r}"
-           for m in list(BAD_CHAR.finditer(text))[:1]]
+    esc = [
+        f"{where}: control {m.group()!r} at {m.start()}: {text[max(0, m.start() - 30) : m.start() + 10]!r}"
+        for m in list(BAD_CHAR.finditer(text))[:1]
+    ]
     if whole and tag in text:
-        esc += [f"{where}: the text after {name} was eaten" for i, name in enumerate(SEQUENCES)
-                if name != "unterminated OSC" and f"W{i:02d}" not in text]
+        esc += [
+            f"{where}: the text after {name} was eaten"
+            for i, name in enumerate(SEQUENCES)
+            if name != "unterminated OSC" and f"W{i:02d}" not in text
+        ]
     dt = time.monotonic() - t0
     results.record("hostile", f"secrets in output: {where}", 0, not (reached + secret), dt, "; ".join(reached + secret))
     if escapes:
@@ -113,8 +126,13 @@ def test_mask_patterns_and_non_secrets() -> None:
     out = mask(SECRET_TEXT)
     assert not any(s in out for s in SECRETS), out
     assert "max_total_num_tokens=4096" in out and "model_path='/m'" in out
-    for plain in ("#token: 100, token usage: 0.42", "TOKENIZERS_PARALLELISM=false", "api_key=None,",
-                  "speculative_num_draft_tokens=4", "--max-total-tokens 4096"):
+    for plain in (
+        "#token: 100, token usage: 0.42",
+        "TOKENIZERS_PARALLELISM=false",
+        "api_key=None,",
+        "speculative_num_draft_tokens=4",
+        "--max-total-tokens 4096",
+    ):
         assert mask(plain) == plain
 
 
@@ -127,11 +145,25 @@ def test_masking_a_cut_off_quoted_secret_keeps_json_valid() -> None:
         assert json.loads(out)["hint"] == "use 'x' or \"y\"" and API_KEY[:9] not in out, out
 
 
-@pytest.mark.parametrize(("name", "secret"), [
-    ("HF_TOKEN", True), ("OPENAI_API_KEY", True), ("api_key", True), ("apiKey", True), ("GITHUBTOKEN", True),
-    ("DB_PASSWORD", True), ("--admin-api-key", True), ("AWS_SECRET_ACCESS_KEY", True),
-    ("max_total_num_tokens", False), ("TOKENIZERS_PARALLELISM", False), ("speculative_num_draft_tokens", False),
-    ("tokenizer_path", False), ("KV_CACHE", False), ("LD_LIBRARY_PATH", False)])
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("HF_TOKEN", True),
+        ("OPENAI_API_KEY", True),
+        ("api_key", True),
+        ("apiKey", True),
+        ("GITHUBTOKEN", True),
+        ("DB_PASSWORD", True),
+        ("--admin-api-key", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("max_total_num_tokens", False),
+        ("TOKENIZERS_PARALLELISM", False),
+        ("speculative_num_draft_tokens", False),
+        ("tokenizer_path", False),
+        ("KV_CACHE", False),
+        ("LD_LIBRARY_PATH", False),
+    ],
+)
 def test_secret_names(name: str, secret: bool) -> None:
     """Regression: names were matched as substrings, so `max_total_num_tokens=…` showed as `***`."""
     from console.masking import is_secret_name
@@ -171,13 +203,29 @@ async def _tui_outputs(export_dir: Path) -> dict[str, tuple[str, str]]:
     st_ = FleetState(["ct129", "blackwell"])
     st_.apply(HostUp("ct129", NOW))
     st_.apply(HostUp("blackwell", NOW))
-    st_.apply(GpuSample("ct129", NOW, (gpu(0, A6000, 4_210, 49_140, 7, 41, 71.4, 300),
-                                       gpu(1, A6000, 4_198, 49_140, 5, 40, 64.9, 300))))
+    st_.apply(
+        GpuSample(
+            "ct129",
+            NOW,
+            (gpu(0, A6000, 4_210, 49_140, 7, 41, 71.4, 300), gpu(1, A6000, 4_198, 49_140, 5, 40, 64.9, 300)),
+        )
+    )
     name = "qwen3-8b@ct129:gpu0-1"
-    meta = ServerMeta(name, "ct129", (0, 1), 30000, preset="qwen3-8b", log_path="/l", started_at=NOW - 5,
-                      command=f"setsid nohup env HF_TOKEN={HF_TOKEN} python -m sglang.launch_server --api-key {API_KEY}")
+    meta = ServerMeta(
+        name,
+        "ct129",
+        (0, 1),
+        30000,
+        preset="qwen3-8b",
+        log_path="/l",
+        started_at=NOW - 5,
+        command=f"setsid nohup env HF_TOKEN={HF_TOKEN} python -m sglang.launch_server --api-key {API_KEY}",
+    )
     st_.apply(ServerSeen(meta, NOW))
-    lines = ["[2026-12-01 14:00:01] " + payload("LOGLINE"), *("[2026-12-01 14:00:02] " + x for x in pane_payload("LASTLINE"))]
+    lines = [
+        "[2026-12-01 14:00:01] " + payload("LOGLINE"),
+        *("[2026-12-01 14:00:02] " + x for x in pane_payload("LASTLINE")),
+    ]
     st_.apply(LogData(name, NOW, "/l", 0, ("\n".join(lines) + "\n").encode()))
     api = FakeApi(st_, fleet=demo_fleet())
     app = DflashApp(api, clock=lambda: NOW, backend=FakeBackend())
@@ -200,10 +248,21 @@ async def _tui_outputs(export_dir: Path) -> dict[str, tuple[str, str]]:
         await pilot.press("escape")
         await pilot.pause(0.1)
         api.emit(HostDown("blackwell", NOW, "ssh: " + payload("HOSTDOWN")))
-        tb = ["Traceback (most recent call last):", '  File "x.py", line 1, in <module>',
-              "RuntimeError: " + payload("CRASHED")]
-        api.emit(LogData(name, NOW, "/l", len(("\n".join(lines) + "\n").encode()),  # bytes, not chars
-                         ("\n".join(tb) + "\n").encode()), ServerGone(name, NOW, exit_status=1))
+        tb = [
+            "Traceback (most recent call last):",
+            '  File "x.py", line 1, in <module>',
+            "RuntimeError: " + payload("CRASHED"),
+        ]
+        api.emit(
+            LogData(
+                name,
+                NOW,
+                "/l",
+                len(("\n".join(lines) + "\n").encode()),  # bytes, not chars
+                ("\n".join(tb) + "\n").encode(),
+            ),
+            ServerGone(name, NOW, exit_status=1),
+        )
         await pilot.pause(0.4)
         out["screen: host band (host error)"] = (screen(), "HOSTDOWN")
         toasts = "\n".join(str(n.message) for n in app._notifications)
@@ -214,9 +273,16 @@ async def _tui_outputs(export_dir: Path) -> dict[str, tuple[str, str]]:
 
 
 _TUI: dict[str, tuple[str, str]] = {}
-TUI_PATHS = ["screen: fleet (GPU pane's log tail)", "screen: server log", "copy (y)", "save (w)",
-             "screen: host band (host error)", "toasts (host down)", "toasts (crash cause)",
-             "screen: crashed pane (cause)"]
+TUI_PATHS = [
+    "screen: fleet (GPU pane's log tail)",
+    "screen: server log",
+    "copy (y)",
+    "save (w)",
+    "screen: host band (host error)",
+    "toasts (host down)",
+    "toasts (crash cause)",
+    "screen: crashed pane (cause)",
+]
 
 
 @pytest.mark.parametrize("path", TUI_PATHS)
@@ -244,24 +310,36 @@ def cli(*args: str) -> tuple[int, str, str]:
 
 def _journal(tmp: Path) -> str:
     j = Journal()
-    j.command(CommandResult("h", f"env HF_TOKEN={HF_TOKEN} python -m sglang.launch_server --api-key {API_KEY}", 1,
-                            "", "bash: " + payload("JOURNALED"), 0.2))
+    j.command(
+        CommandResult(
+            "h",
+            f"env HF_TOKEN={HF_TOKEN} python -m sglang.launch_server --api-key {API_KEY}",
+            1,
+            "",
+            "bash: " + payload("JOURNALED"),
+            0.2,
+        )
+    )
     j.event("crash", server="s@h:gpu0", host="h", ok=False, message=payload("JOURNALED"))
     return j.path.read_text()
 
 
 def _hosts(tmp: Path) -> Path:
     p = tmp / "hosts.toml"
-    p.write_text('[hosts.box]\ntransport = "local"\n[presets.keyed]\nhost = "box"\ngpus = [0]\nmodel = "/m"\n'
-                 f'args = ["--api-key", "{API_KEY}", "--served-model-name", "CHECKED"]\n'
-                 f'env = {{ HF_TOKEN = "{HF_TOKEN}" }}\napi_key_env = "DFC_OUT_KEY"\n')
+    p.write_text(
+        '[hosts.box]\ntransport = "local"\n[presets.keyed]\nhost = "box"\ngpus = [0]\nmodel = "/m"\n'
+        f'args = ["--api-key", "{API_KEY}", "--served-model-name", "CHECKED"]\n'
+        f'env = {{ HF_TOKEN = "{HF_TOKEN}" }}\napi_key_env = "DFC_OUT_KEY"\n'
+    )
     return p
 
 
 def _crash_log(tmp: Path) -> Path:
     p = tmp / "crash.log"
-    p.write_text("[2026-12-01 14:00:01] " + payload("DIAGNOSED") + "\n[2026-12-01 14:00:02] Traceback (most recent "
-                 'call last):\n  File "x.py", line 1, in <module>\nRuntimeError: ' + payload("DIAGNOSED") + "\n")
+    p.write_text(
+        "[2026-12-01 14:00:01] " + payload("DIAGNOSED") + "\n[2026-12-01 14:00:02] Traceback (most recent "
+        'call last):\n  File "x.py", line 1, in <module>\nRuntimeError: ' + payload("DIAGNOSED") + "\n"
+    )
     return p
 
 
@@ -282,6 +360,7 @@ def _journal_cli(*extra: str) -> Callable[[Path], tuple[str, str]]:
         rc, out, err = cli("journal", "-n", "0", "--kind", "all", *extra)
         assert rc == 0, err
         return out, "JOURNALED"
+
     return run
 
 

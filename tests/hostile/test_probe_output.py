@@ -49,10 +49,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, ("Internal Server Error: " + payload("ERRBODY")).encode(), "text/plain")
             return
         text = payload("ANSWER")
-        events = [{"choices": [{"index": 0, "delta": {"content": text[i:i + PIECE]}}]}
-                  for i in range(0, len(text), PIECE)]
-        events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                       "usage": {"prompt_tokens": 5, "completion_tokens": len(events), "total_tokens": 5 + len(events)}})
+        events = [
+            {"choices": [{"index": 0, "delta": {"content": text[i : i + PIECE]}}]} for i in range(0, len(text), PIECE)
+        ]
+        events.append(
+            {
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": len(events), "total_tokens": 5 + len(events)},
+            }
+        )
         body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
         self._send(200, body, "text/event-stream")
 
@@ -72,8 +77,13 @@ def server() -> Iterator[type[_Handler]]:
 
 
 def _probe(hosts: Path, url: str, *extra: str) -> tuple[int, str]:
-    p = subprocess.run([sys.executable, "-m", "console", "--hosts", str(hosts), "probe", url, *extra], cwd=REPO,
-                       capture_output=True, timeout=120, env=dict(os.environ, DFC_OUT_KEY=API_KEY))
+    p = subprocess.run(
+        [sys.executable, "-m", "console", "--hosts", str(hosts), "probe", url, *extra],
+        cwd=REPO,
+        capture_output=True,
+        timeout=120,
+        env=dict(os.environ, DFC_OUT_KEY=API_KEY),
+    )
     return p.returncode, (p.stdout + p.stderr).decode("utf-8", "replace")
 
 

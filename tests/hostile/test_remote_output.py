@@ -23,8 +23,16 @@ def test_cli_logs_status_journal_over_sshd(ssh_host_factory, sim_root: Path, mon
     monkeypatch.setenv("DFC_RT_KEY", API_KEY)
     sf = build_sim_fleet(ssh_host_factory, sim_root, ["rt"])
     h = sf.hosts["rt"]
-    hosts = sf.toml(preset_toml("keyed", h, port=30710, args=f'["--api-key", "{API_KEY}"]',
-                                env=f'{{ HF_TOKEN = "{HF_TOKEN}" }}', extra='api_key_env = "DFC_RT_KEY"\n'))
+    hosts = sf.toml(
+        preset_toml(
+            "keyed",
+            h,
+            port=30710,
+            args=f'["--api-key", "{API_KEY}"]',
+            env=f'{{ HF_TOKEN = "{HF_TOKEN}" }}',
+            extra='api_key_env = "DFC_RT_KEY"\n',
+        )
+    )
     name = "keyed@rt:gpu0"
     outs: dict[str, tuple[str, str]] = {}
     rc, out, err = cli("--hosts", str(hosts), "launch", "keyed", "--wait")
@@ -36,9 +44,12 @@ def test_cli_logs_status_journal_over_sshd(ssh_host_factory, sim_root: Path, mon
     rc, out, err = cli("--hosts", str(hosts), "logs", name, "-n", "0")
     assert rc == 0, err
     outs["CLI logs (over sshd)"] = (out + err, "TAILED")
-    _append(log, "[2026-12-01 14:00:02] Scheduler hit an exception: Traceback (most recent call last):",
-            '  File "/opt/sglang/srt/managers/scheduler.py", line 1, in event_loop',
-            "RuntimeError: " + payload("CAUSED"))
+    _append(
+        log,
+        "[2026-12-01 14:00:02] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/opt/sglang/srt/managers/scheduler.py", line 1, in event_loop',
+        "RuntimeError: " + payload("CAUSED"),
+    )
     h.crash(30710, kind="sigkill")
     deadline = time.monotonic() + 30
     while True:
@@ -54,8 +65,14 @@ def test_cli_logs_status_journal_over_sshd(ssh_host_factory, sim_root: Path, mon
     outs["CLI journal (after the launch)"] = (out + err, "setsid")
     failed = {}
     for where, (text, tag) in outs.items():
-        probs = check_path(where, text, tag, t0, escapes=where != "CLI journal (after the launch)",
-                           whole=where == "CLI logs (over sshd)")  # a crash cause is one cut line
+        probs = check_path(
+            where,
+            text,
+            tag,
+            t0,
+            escapes=where != "CLI journal (after the launch)",
+            whole=where == "CLI logs (over sshd)",
+        )  # a crash cause is one cut line
         if probs:
             failed[where] = probs
     assert not failed, failed

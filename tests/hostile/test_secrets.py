@@ -48,14 +48,21 @@ async def _page_log(app: DflashApp, pilot) -> str:  # type: ignore[no-untyped-de
     return "\n".join(seen)
 
 
-async def test_api_key_never_shown_journaled_or_written(ssh_host_factory, sim_root: Path, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_api_key_never_shown_journaled_or_written(
+    ssh_host_factory, sim_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     t0 = time.monotonic()
     monkeypatch.setenv("DFC_TEST_API_KEY", API_KEY)
     sf = build_sim_fleet(ssh_host_factory, sim_root, ["sec"])
     h = sf.hosts["sec"]
-    preset = preset_toml("keyed", h, port=30700, args=f'["--api-key", "{API_KEY}", "--enable-metrics"]',
-                         env=f'{{ HF_TOKEN = "{HF_TOKEN}" }}', extra='api_key_env = "DFC_TEST_API_KEY"\n')
+    preset = preset_toml(
+        "keyed",
+        h,
+        port=30700,
+        args=f'["--api-key", "{API_KEY}", "--enable-metrics"]',
+        env=f'{{ HF_TOKEN = "{HF_TOKEN}" }}',
+        extra='api_key_env = "DFC_TEST_API_KEY"\n',
+    )
     fleet = sf.fleet(preset)
     journal = tmp_path / "journal.jsonl"
     ctl = controller(fleet, journal)
@@ -102,8 +109,13 @@ async def test_api_key_never_shown_journaled_or_written(ssh_host_factory, sim_ro
         await pilot.press("escape", "escape")
         await ctl.stop_server(name)
     await ctl.close()
-    dry = subprocess.run([sys.executable, "-m", "console", "--hosts", str(sf.toml(preset)), "launch", "keyed",
-                          "--dry-run"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    dry = subprocess.run(
+        [sys.executable, "-m", "console", "--hosts", str(sf.toml(preset)), "launch", "keyed", "--dry-run"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     texts["CLI `launch --dry-run` output"] = dry.stdout + dry.stderr
     checks_cli = "--api-key" in dry.stdout
     texts["journal"] = journal.read_text() if journal.exists() else ""
@@ -118,10 +130,17 @@ async def test_api_key_never_shown_journaled_or_written(ssh_host_factory, sim_ro
     checks["CLI dry-run printed the command (so it was checked)"] = checks_cli
     for i, (where, ok) in enumerate(checks.items()):
         label = f"secrets: none in {where}" if where in texts else f"secrets (sanity): {where}"
-        results.record("hostile", label, 0, ok, time.monotonic() - t0 if i == 0 else 0.0,
-                       "" if ok else _around(texts.get(where, ""), (API_KEY, HF_TOKEN)))
-    bad = {w: _around(texts.get(w, ""), (API_KEY, HF_TOKEN)) for w, ok in checks.items()
-           if not ok and w not in KNOWN_GAPS}
+        results.record(
+            "hostile",
+            label,
+            0,
+            ok,
+            time.monotonic() - t0 if i == 0 else 0.0,
+            "" if ok else _around(texts.get(where, ""), (API_KEY, HF_TOKEN)),
+        )
+    bad = {
+        w: _around(texts.get(w, ""), (API_KEY, HF_TOKEN)) for w, ok in checks.items() if not ok and w not in KNOWN_GAPS
+    }
     assert not bad, bad
 
 
@@ -129,7 +148,7 @@ def _around(text: str, needles: tuple[str, ...]) -> str:
     for n in needles:
         i = text.find(n)
         if i >= 0:
-            return text[max(0, i - 120): i + 40].replace(API_KEY, "<API_KEY>").replace(HF_TOKEN, "<HF_TOKEN>")
+            return text[max(0, i - 120) : i + 40].replace(API_KEY, "<API_KEY>").replace(HF_TOKEN, "<HF_TOKEN>")
     return text[-200:]
 
 
@@ -140,8 +159,10 @@ def test_launch_preview_masks_the_api_key() -> None:
     from console.sglang.command import plan_launch
     from console.ui.screens.launch import preview_content
 
-    fleet = parse_fleet(f'[hosts.h]\ntransport = "local"\n[presets.p]\nhost = "h"\ngpus = [0]\nmodel = "/m"\n'
-                        f'args = ["--api-key", "{API_KEY}"]\nenv = {{ HF_TOKEN = "{HF_TOKEN}" }}\n')
+    fleet = parse_fleet(
+        f'[hosts.h]\ntransport = "local"\n[presets.p]\nhost = "h"\ngpus = [0]\nmodel = "/m"\n'
+        f'args = ["--api-key", "{API_KEY}"]\nenv = {{ HF_TOKEN = "{HF_TOKEN}" }}\n'
+    )
     text = str(preview_content(LaunchPreview("p", plan_launch(fleet, "p", "s")), None))
     assert "--api-key" in text
     assert API_KEY not in text and HF_TOKEN not in text
@@ -155,12 +176,18 @@ DB_PASSWORD = "pw-dfc-Db7Kx2Lq"
 def _as_nobody(h, command: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
     """`sh -c command` on the test host as user nobody (65534), in the host's PID and mount namespaces."""
     pre = ["nsenter", "-t", str(h.ssh.init_pid), "-n", "-p", "-m", "-u", "-S", "65534", "-G", "65534"]
-    return subprocess.run([*pre, "env", "-i", "PATH=/usr/bin:/bin", "/bin/sh", "-c", command], capture_output=True,
-                          text=True, timeout=10, cwd="/")
+    return subprocess.run(
+        [*pre, "env", "-i", "PATH=/usr/bin:/bin", "/bin/sh", "-c", command],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        cwd="/",
+    )
 
 
-async def test_no_secret_on_the_host_process_table(ssh_host_factory, sim_root: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_no_secret_on_the_host_process_table(
+    ssh_host_factory, sim_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Regression (issue 17.1): the key and HF_TOKEN rode on `env K=V ... --api-key K` argv, visible to every user of
     the GPU host. As `nobody` on a host behind real sshd, `ps -eww`, BSD `ps e` and every /proc/*/cmdline are sampled
     from before the launch until the server serves: no secret, while the server did get every one of them."""
@@ -170,17 +197,25 @@ async def test_no_secret_on_the_host_process_table(ssh_host_factory, sim_root: P
     if not h.ssh.netns:
         pytest.skip("another local user on the host needs root and the host's PID namespace (loopback mode)")
     monkeypatch.setenv("DFC_TEST_ENV_KEY", ENV_KEY)
-    preset = preset_toml("pskeyed", h, port=30710, args=f'["--admin-api-key={ADMIN_KEY}", "--enable-metrics"]',
-                         env=f'{{ HF_TOKEN = "{HF_TOKEN}", DB_PASSWORD = "{DB_PASSWORD}" }}',
-                         extra='api_key_env = "DFC_TEST_ENV_KEY"\n')
+    preset = preset_toml(
+        "pskeyed",
+        h,
+        port=30710,
+        args=f'["--admin-api-key={ADMIN_KEY}", "--enable-metrics"]',
+        env=f'{{ HF_TOKEN = "{HF_TOKEN}", DB_PASSWORD = "{DB_PASSWORD}" }}',
+        extra='api_key_env = "DFC_TEST_ENV_KEY"\n',
+    )
     secrets = (ENV_KEY, ADMIN_KEY, HF_TOKEN, DB_PASSWORD)
     samples: list[str] = []
     stop = threading.Event()
 
     def sample() -> None:
         while not stop.is_set():
-            r = _as_nobody(h, "ps -eww -o pid,user,args; ps aeuxww; for f in /proc/[0-9]*/cmdline; do "
-                              "tr '\\0' ' ' < $f 2>/dev/null; echo; done")
+            r = _as_nobody(
+                h,
+                "ps -eww -o pid,user,args; ps aeuxww; for f in /proc/[0-9]*/cmdline; do "
+                "tr '\\0' ' ' < $f 2>/dev/null; echo; done",
+            )
             samples.append(r.stdout + r.stderr)
             time.sleep(0.05)
 
@@ -210,15 +245,23 @@ async def test_no_secret_on_the_host_process_table(ssh_host_factory, sim_root: P
     checks = {
         "no secret in ps -eww, ps e or /proc/*/cmdline as nobody": not leaked,
         "nobody's ps saw the server (so the check could fail)": "sglang.launch_server" in seen,
-        "the server got HF_TOKEN and DB_PASSWORD": env.get("HF_TOKEN") == HF_TOKEN and env.get("DB_PASSWORD") == DB_PASSWORD,
+        "the server got HF_TOKEN and DB_PASSWORD": env.get("HF_TOKEN") == HF_TOKEN
+        and env.get("DB_PASSWORD") == DB_PASSWORD,
         "the server requires the api_key_env key (401 without, 200 with)": (anon, keyed) == (401, 200),
-        "secrets.yaml 0600 in a 0700 dir, the env file removed": ("700 " in modes and "600 " in modes
-                                                                  and ".secret.env" not in modes),
+        "secrets.yaml 0600 in a 0700 dir, the env file removed": (
+            "700 " in modes and "600 " in modes and ".secret.env" not in modes
+        ),
         "nobody cannot read secrets.yaml": nobody_reads.returncode != 0 and ENV_KEY not in nobody_reads.stdout,
     }
     for i, (what, ok) in enumerate(checks.items()):
-        results.record("hostile", f"secrets in ps: {what}", 0, ok, time.monotonic() - t0 if i == 0 else 0.0,
-                       f"{len(samples)} samples" + (f"; leaked secret #{leaked}" if leaked else ""),
-                       **({"samples": float(len(samples))} if i == 0 else {}))
+        results.record(
+            "hostile",
+            f"secrets in ps: {what}",
+            0,
+            ok,
+            time.monotonic() - t0 if i == 0 else 0.0,
+            f"{len(samples)} samples" + (f"; leaked secret #{leaked}" if leaked else ""),
+            **({"samples": float(len(samples))} if i == 0 else {}),
+        )
     assert not leaked, f"secrets {leaked} seen by nobody in {len(samples)} samples"
     assert all(checks.values()), {k: v for k, v in checks.items() if not v} | {"modes": modes, "http": (anon, keyed)}

@@ -18,9 +18,23 @@ CANARY = "dfc-canary"
 
 def payloads(canary_dir: Path) -> list[str]:
     c = f"{canary_dir}/{CANARY}"
-    return [f"$(touch {c}-1)", f"`touch {c}-2`", f"; touch {c}-3", f"&& touch {c}-4", f"' ; touch {c}-5 ; '",
-            f'" ; touch {c}-6 ; "', f"\ntouch {c}-7\n", "*", "?[a-z]*", f"$(touch${{IFS}}{c}-8)", f"| touch {c}-9",
-            "$HOME ${PATH} ~root", "\\\\; \\\"", f">{c}-10", f"<(touch {c}-11)"]
+    return [
+        f"$(touch {c}-1)",
+        f"`touch {c}-2`",
+        f"; touch {c}-3",
+        f"&& touch {c}-4",
+        f"' ; touch {c}-5 ; '",
+        f'" ; touch {c}-6 ; "',
+        f"\ntouch {c}-7\n",
+        "*",
+        "?[a-z]*",
+        f"$(touch${{IFS}}{c}-8)",
+        f"| touch {c}-9",
+        "$HOME ${PATH} ~root",
+        '\\\\; \\"',
+        f">{c}-10",
+        f"<(touch {c}-11)",
+    ]
 
 
 def _toml(s: str) -> str:
@@ -47,10 +61,12 @@ async def test_hostile_preset_values_reach_sglang_literally(ssh_host_factory, si
     arg_value = "".join(p).replace(":", ";")  # sglang refuses ':' in --served-model-name
     env_value = "".join(p)
     log_tmpl = "{log_dir}/" + bad.replace("\n", "_") + "-{stamp}.log"
-    preset = (f'[presets."evil $(touch {sim_root}/{CANARY}-name)"]\nhost = "shell"\ngpus = [0]\n'
-              f"model = {_toml(str(model_dir))}\nport = 30600\nready_timeout = 30\n"
-              f"args = [\"--served-model-name\", {_toml(arg_value)}]\n"
-              f"env = {{ DFC_HOSTILE = {_toml(env_value)} }}\nlog = {_toml(log_tmpl)}\n")
+    preset = (
+        f'[presets."evil $(touch {sim_root}/{CANARY}-name)"]\nhost = "shell"\ngpus = [0]\n'
+        f"model = {_toml(str(model_dir))}\nport = 30600\nready_timeout = 30\n"
+        f'args = ["--served-model-name", {_toml(arg_value)}]\n'
+        f"env = {{ DFC_HOSTILE = {_toml(env_value)} }}\nlog = {_toml(log_tmpl)}\n"
+    )
     fleet = sf.fleet(preset)
     name = next(iter(fleet.presets))
     async with controller(fleet) as ctl:
@@ -75,8 +91,14 @@ async def test_hostile_preset_values_reach_sglang_literally(ssh_host_factory, si
     }
     dt = time.monotonic() - t0
     for i, (what, ok) in enumerate(checks.items()):
-        results.record("hostile", f"shell: preset {what}", 0, ok, dt if i == 0 else 0.0,
-                       "" if ok else f"argv {argv!r} env {env.get('DFC_HOSTILE')!r} log {log_path!r}")
+        results.record(
+            "hostile",
+            f"shell: preset {what}",
+            0,
+            ok,
+            dt if i == 0 else 0.0,
+            "" if ok else f"argv {argv!r} env {env.get('DFC_HOSTILE')!r} log {log_path!r}",
+        )
     assert all(checks.values()), {k: v for k, v in checks.items() if not v}
 
 
@@ -85,17 +107,35 @@ def test_hostile_gpu_list_is_a_usage_error_not_a_command(tmp_path: Path) -> None
     hosts.toml is a located config error."""
     canary = tmp_path / CANARY
     hosts = tmp_path / "hosts.toml"
-    hosts.write_text(f'[hosts.h]\ntransport = "local"\n[presets.p]\nhost = "h"\ngpus = [0]\nmodel = "/m"\n'
-                     f'[presets.q]\nhost = "h"\ngpus = ["0; touch {canary}"]\nmodel = "/m"\n')
-    r = subprocess.run([sys.executable, "-m", "console", "--hosts", str(hosts), "check"], cwd=REPO,
-                       capture_output=True, text=True, timeout=60)
+    hosts.write_text(
+        f'[hosts.h]\ntransport = "local"\n[presets.p]\nhost = "h"\ngpus = [0]\nmodel = "/m"\n'
+        f'[presets.q]\nhost = "h"\ngpus = ["0; touch {canary}"]\nmodel = "/m"\n'
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "console", "--hosts", str(hosts), "check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     ok_cfg = r.returncode == 2 and "presets.q.gpus[0]" in r.stderr and "Traceback" not in r.stderr
     hosts.write_text('[hosts.h]\ntransport = "local"\n[presets.p]\nhost = "h"\ngpus = [0]\nmodel = "/m"\n')
-    r2 = subprocess.run([sys.executable, "-m", "console", "--hosts", str(hosts), "launch", "p", "--gpus",
-                         f"0$(touch {canary})"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    r2 = subprocess.run(
+        [sys.executable, "-m", "console", "--hosts", str(hosts), "launch", "p", "--gpus", f"0$(touch {canary})"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     ok_cli = r2.returncode == 2 and "--gpus" in r2.stderr and "Traceback" not in r2.stderr
-    results.record("hostile", "shell: GPU list strings refused (config error / usage)", 0,
-                   ok_cfg and ok_cli and not canary.exists(), 0.0, f"{r.stderr[-200:]} | {r2.stderr[-200:]}")
+    results.record(
+        "hostile",
+        "shell: GPU list strings refused (config error / usage)",
+        0,
+        ok_cfg and ok_cli and not canary.exists(),
+        0.0,
+        f"{r.stderr[-200:]} | {r2.stderr[-200:]}",
+    )
     assert ok_cfg, r.stderr
     assert ok_cli, r2.stderr
     assert not canary.exists()

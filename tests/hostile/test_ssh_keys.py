@@ -15,9 +15,15 @@ from tests.faults import results
 from tests.faults.simfleet import REPO, build_sim_fleet, controller, wait_for
 from tests.fixtures.sshhosts import SshTestHost
 
-DISABLING = [r"known_hosts\s*=\s*None", r"StrictHostKeyChecking\s*=?\s*no", r"UserKnownHostsFile\s*=?\s*/dev/null",
-             r"known_hosts\s*:\s*None\s*=", r"\"known_hosts\"\s*:\s*None", r"accept_unknown|AcceptAnyHostKey",
-             r"validate_host_public_key\s*=\s*lambda"]
+DISABLING = [
+    r"known_hosts\s*=\s*None",
+    r"StrictHostKeyChecking\s*=?\s*no",
+    r"UserKnownHostsFile\s*=?\s*/dev/null",
+    r"known_hosts\s*:\s*None\s*=",
+    r"\"known_hosts\"\s*:\s*None",
+    r"accept_unknown|AcceptAnyHostKey",
+    r"validate_host_public_key\s*=\s*lambda",
+]
 
 
 def fingerprint(h: SshTestHost) -> str:
@@ -26,14 +32,23 @@ def fingerprint(h: SshTestHost) -> str:
 
 
 def _cli(hosts: Path, *argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "console", "--hosts", str(hosts), *argv], cwd=REPO, input=stdin,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "console", "--hosts", str(hosts), *argv],
+        cwd=REPO,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _commands_for(journal: Path, host: str, after: float = 0.0) -> list[str]:
     """Commands that completed on `host` (exit status 0) after wall time `after`."""
-    return [r.get("command", "") for r in read_journal(journal) if r.get("kind") == "command"
-            and r.get("host") == host and r.get("exit_status") == 0 and r.get("t", 0) > after]
+    return [
+        r.get("command", "")
+        for r in read_journal(journal)
+        if r.get("kind") == "command" and r.get("host") == host and r.get("exit_status") == 0 and r.get("t", 0) > after
+    ]
 
 
 async def test_unknown_then_trusted_then_changed_key(ssh_host_factory, sim_root: Path, tmp_path: Path) -> None:
@@ -88,7 +103,12 @@ def test_no_code_path_disables_host_key_checking() -> None:
 
 def test_the_grep_finds_what_it_looks_for(tmp_path: Path) -> None:
     """The patterns above do match the ways of disabling checks (so the grep can fail)."""
-    samples = ["asyncssh.connect(h, known_hosts=None)", "known_hosts = None", "-o StrictHostKeyChecking=no",
-               "UserKnownHostsFile=/dev/null", '{"known_hosts": None}']
+    samples = [
+        "asyncssh.connect(h, known_hosts=None)",
+        "known_hosts = None",
+        "-o StrictHostKeyChecking=no",
+        "UserKnownHostsFile=/dev/null",
+        '{"known_hosts": None}',
+    ]
     for s in samples:
         assert any(re.search(p, s) for p in DISABLING), s

@@ -19,14 +19,52 @@ from tests.faults import results
 from tests.faults.simfleet import trials
 
 FRAGMENTS = [
-    "[bold red]", "[/]", "[/bold]", "[link=http://evil.example]", "[@click=app.quit]", "[reverse]", "[0]", "[/foo]",
-    "[bold", "\x1b[31m", "\x1b[1;4;5m", "\x1b[0m", "\x1b]8;;http://evil.example\x1b\\", "\x1b]0;pwned title\x07",
-    "\x1b[2J", "\x1b[H", "\x1bc", "\x00", "\x9b2J", "\x9b31m", "\x9d52;c;ZXZpbA==\x07", "\x9d0;t\x9c", "\x85", "\x90q\x9c", "\u202e", "\u2066", "\u200f", "e\u0301\u0301\u0301\u0301", "\ufeff", "\r",
-    "\r" * 50, "\t", "\x7f", "\x08", "💥", "ﷺ", "[2026-12-01 10:00:00] ", "[2026-12-01 10:00:00 TP0] ",
-    "Load weight begin. avail mem=44.10 GB", "Capturing batches (bs=8 avail_mem=1.0 GB):  50%|",
+    "[bold red]",
+    "[/]",
+    "[/bold]",
+    "[link=http://evil.example]",
+    "[@click=app.quit]",
+    "[reverse]",
+    "[0]",
+    "[/foo]",
+    "[bold",
+    "\x1b[31m",
+    "\x1b[1;4;5m",
+    "\x1b[0m",
+    "\x1b]8;;http://evil.example\x1b\\",
+    "\x1b]0;pwned title\x07",
+    "\x1b[2J",
+    "\x1b[H",
+    "\x1bc",
+    "\x00",
+    "\x9b2J",
+    "\x9b31m",
+    "\x9d52;c;ZXZpbA==\x07",
+    "\x9d0;t\x9c",
+    "\x85",
+    "\x90q\x9c",
+    "\u202e",
+    "\u2066",
+    "\u200f",
+    "e\u0301\u0301\u0301\u0301",
+    "\ufeff",
+    "\r",
+    "\r" * 50,
+    "\t",
+    "\x7f",
+    "\x08",
+    "💥",
+    "ﷺ",
+    "[2026-12-01 10:00:00] ",
+    "[2026-12-01 10:00:00 TP0] ",
+    "Load weight begin. avail mem=44.10 GB",
+    "Capturing batches (bs=8 avail_mem=1.0 GB):  50%|",
     "Decode batch, #running-req: 3, #token: 100, token usage: 0.01, gen throughput (token/s): 99.5, ",
-    "Traceback (most recent call last):\n", '  File "x.py", line 1, in <module>\n', "RuntimeError: [bold]boom\n",
-    "The server is fired up and ready to roll!", "\n",
+    "Traceback (most recent call last):\n",
+    '  File "x.py", line 1, in <module>\n',
+    "RuntimeError: [bold]boom\n",
+    "The server is fired up and ready to roll!",
+    "\n",
 ]
 _C0_C1 = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 """What must never reach a line or a rendered segment: C0 (tab aside), DEL, C1 (8-bit CSI/OSC)."""
@@ -51,8 +89,12 @@ def log_bytes(draw: st.DrawFn) -> bytes:
 
 
 @seed(results.SEED)  # the same streams every run: trial counts compare
-@settings(max_examples=trials(150), deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=trials(150),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(data=log_bytes(), cuts=st.lists(st.integers(0, 2_000_000), max_size=8))
 def test_parser_and_state_never_raise(data: bytes, cuts: list[int]) -> None:
     t0 = time.monotonic()
@@ -69,17 +111,33 @@ def test_parser_and_state_never_raise(data: bytes, cuts: list[int]) -> None:
     st_.apply(ServerGone("s", 3.0, exit_status=1))
     d = s.log.diagnosis
     lines = list(s.log.lines)
-    ok = (split_proof and not any(_C0_C1.search(ln) for ln in lines)
-          and (d is None or isinstance(d.summary, str)) and max((len(ln) for ln in lines), default=0) <= 20_000)
-    results.record("hostile", "text: log chunks through parser + state (no raise, escapes stripped, split-proof)",
-                   0, ok, time.monotonic() - t0)
+    ok = (
+        split_proof
+        and not any(_C0_C1.search(ln) for ln in lines)
+        and (d is None or isinstance(d.summary, str))
+        and max((len(ln) for ln in lines), default=0) <= 20_000
+    )
+    results.record(
+        "hostile",
+        "text: log chunks through parser + state (no raise, escapes stripped, split-proof)",
+        0,
+        ok,
+        time.monotonic() - t0,
+    )
     assert ok, (lines[:5], d)
 
 
 # -- screens ---------------------------------------------------------------------------------------
-MARKED = ["[bold red]MARKA[/]", "\x1b[1;31mMARKB\x1b[0m", "[link=http://evil.example]MARKC[/link]",
-          "\x1b]8;;http://evil.example\x1b\\MARKD\x1b]8;;\x1b\\", "[reverse]MARKE[/reverse]", "[@click=app.quit]MARKF[/]",
-          "\u202eMARKG\u202c", "[i]MARKH"]
+MARKED = [
+    "[bold red]MARKA[/]",
+    "\x1b[1;31mMARKB\x1b[0m",
+    "[link=http://evil.example]MARKC[/link]",
+    "\x1b]8;;http://evil.example\x1b\\MARKD\x1b]8;;\x1b\\",
+    "[reverse]MARKE[/reverse]",
+    "[@click=app.quit]MARKF[/]",
+    "\u202eMARKG\u202c",
+    "[i]MARKH",
+]
 CONTROL = "CTRLM plain text"
 LOOK = ("bold", "italic", "underline", "reverse", "strike", "blink", "color")
 
@@ -124,8 +182,10 @@ def screen_problems(app) -> list[str]:  # type: ignore[no-untyped-def]
         probs.append(f"nothing checked: {len(marked)} marked and {len(control)} control segments rendered")
     for kind, m, look in marked:
         if kind in control and look not in control[kind]:
-            probs.append(f"{kind}: {m} drawn with {dict(zip(LOOK, look, strict=True))}, plain text with "
-                         f"{[dict(zip(LOOK, c, strict=True)) for c in control[kind]]}")
+            probs.append(
+                f"{kind}: {m} drawn with {dict(zip(LOOK, look, strict=True))}, plain text with "
+                f"{[dict(zip(LOOK, c, strict=True)) for c in control[kind]]}"
+            )
     return probs
 
 
@@ -136,8 +196,15 @@ def hostile_state(extra: list[str]) -> tuple[FleetState, str]:
     st_.apply(HostUp("ct129", NOW))
     st_.apply(HostDown("blackwell", NOW, "blackwell: " + " ".join(MARKED[:4]) + " " + CONTROL))
     st_.apply(TelemetryError("ct129", NOW, "nvidia-smi printed garbage: " + MARKED[0]))
-    meta = ServerMeta("qwen3-8b@ct129:gpu0-1", "ct129", (0, 1), 30000, preset="qwen3-8b", log_path="/l",
-                      command="python -m sglang.launch_server " + " ".join(MARKED))
+    meta = ServerMeta(
+        "qwen3-8b@ct129:gpu0-1",
+        "ct129",
+        (0, 1),
+        30000,
+        preset="qwen3-8b",
+        log_path="/l",
+        command="python -m sglang.launch_server " + " ".join(MARKED),
+    )
     st_.apply(ServerSeen(meta, NOW))
     body = "\n".join([CONTROL, *MARKED, CONTROL, *extra, CONTROL]) + "\n"
     st_.apply(LogData(meta.name, NOW, "/l", 0, body.encode("utf-8", "surrogatepass")))
@@ -175,8 +242,14 @@ async def _render_all(extra: list[str], answer: str) -> list[str]:
 def test_marked_payloads_take_no_style_on_any_screen() -> None:
     t0 = time.monotonic()
     probs = asyncio.run(_render_all([], " ".join([*MARKED, CONTROL])))
-    results.record("hostile", "text: markup/escape payloads on fleet, server and chat screens take no style", 0,
-                   not probs, time.monotonic() - t0, "; ".join(probs)[:400])
+    results.record(
+        "hostile",
+        "text: markup/escape payloads on fleet, server and chat screens take no style",
+        0,
+        not probs,
+        time.monotonic() - t0,
+        "; ".join(probs)[:400],
+    )
     assert not probs, probs
 
 
@@ -184,17 +257,29 @@ _N = {"n": 0}
 
 
 @seed(results.SEED)
-@settings(max_examples=trials(4), deadline=None, database=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(lines=st.lists(st.lists(st.sampled_from([*FRAGMENTS, "a", " ", "MARKA"]), max_size=12).map("".join),
-                      max_size=12),
-       answer=st.lists(st.sampled_from([*FRAGMENTS, " ", "w"]), max_size=20).map("".join))
+@settings(
+    max_examples=trials(4),
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    lines=st.lists(st.lists(st.sampled_from([*FRAGMENTS, "a", " ", "MARKA"]), max_size=12).map("".join), max_size=12),
+    answer=st.lists(st.sampled_from([*FRAGMENTS, " ", "w"]), max_size=20).map("".join),
+)
 def test_generated_text_never_breaks_the_screens(lines: list[str], answer: str) -> None:
     t0 = time.monotonic()
     _N["n"] += 1
     probs = asyncio.run(_render_all(lines, answer))
     # (style equality is the marked test's job: here a marker may sit on a line the app colours as an error)
     probs = [p for p in probs if " drawn with " not in p and "nothing checked" not in p]
-    results.record("hostile", "text: generated log lines and model output on the screens", _N["n"], not probs,
-                   time.monotonic() - t0, "; ".join(probs)[:400])
+    results.record(
+        "hostile",
+        "text: generated log lines and model output on the screens",
+        _N["n"],
+        not probs,
+        time.monotonic() - t0,
+        "; ".join(probs)[:400],
+    )
     assert not probs, probs

@@ -52,13 +52,15 @@ def free_block(n: int) -> int:
 def rig_toml(root: Path, replicas: int, policy: str = "round_robin") -> Path:
     d = build_host(root / "bw", PRESET_SPECS["blackwell"].with_(name="bw", time_scale=0.03))
     base = free_block(replicas + 2)
-    text = (f'[console]\npoll_ms = 500\n\n[hosts.bw]\ntransport = "local"\npython = "{d}/venv/bin/python3"\n'
-            f'run_dir = "{d}/run"\nlog_dir = "{d}/logs"\nenv = {{ PATH = "{d}/bin:/usr/local/bin:/usr/bin:/bin" }}\n\n'
-            f'[presets.{PRESET}]\nhost = "bw"\ngpus = {list(range(replicas))}\ntp = 1\nport = {base}\n'
-            f'model = "{d}/models/Qwen3.6-27B"\nready_timeout = 120\n'
-            f'args = ["--mem-fraction-static", "0.8", "--mamba-scheduler-strategy", "extra_buffer"]\n\n'
-            f'[routers.{ROUTER}]\nhost = "bw"\npresets = ["{PRESET}"]\nport = {base + replicas}\n'
-            f'metrics_port = {base + replicas + 1}\npolicy = "{policy}"\n')
+    text = (
+        f'[console]\npoll_ms = 500\n\n[hosts.bw]\ntransport = "local"\npython = "{d}/venv/bin/python3"\n'
+        f'run_dir = "{d}/run"\nlog_dir = "{d}/logs"\nenv = {{ PATH = "{d}/bin:/usr/local/bin:/usr/bin:/bin" }}\n\n'
+        f'[presets.{PRESET}]\nhost = "bw"\ngpus = {list(range(replicas))}\ntp = 1\nport = {base}\n'
+        f'model = "{d}/models/Qwen3.6-27B"\nready_timeout = 120\n'
+        f'args = ["--mem-fraction-static", "0.8", "--mamba-scheduler-strategy", "extra_buffer"]\n\n'
+        f'[routers.{ROUTER}]\nhost = "bw"\npresets = ["{PRESET}"]\nport = {base + replicas}\n'
+        f'metrics_port = {base + replicas + 1}\npolicy = "{policy}"\n'
+    )
     p = root / "hosts.toml"
     p.write_text(text)
     return p
@@ -120,8 +122,9 @@ class FailoverResult:
     tok_s: float
 
 
-async def crash_under_load(rig: RouterRig, *, concurrency: int = 12, num_prompts: int = 120,
-                           output_len: int = 64, kill_after: int = 24) -> FailoverResult:
+async def crash_under_load(
+    rig: RouterRig, *, concurrency: int = 12, num_prompts: int = 120, output_len: int = 64, kill_after: int = 24
+) -> FailoverResult:
     """Closed-loop streaming load through the router; once `kill_after` requests are done, SIGKILL a replica."""
     url = await rig.mgr.url(ROUTER)
     victim = rig.replicas()[1]
@@ -135,10 +138,12 @@ async def crash_under_load(rig: RouterRig, *, concurrency: int = 12, num_prompts
             done.set()
             inject(rig.host_dir, port, "crash", kind="sigkill")
 
-    spec = BenchSpec(url=url, concurrency=(concurrency,), input_len=32, output_len=output_len,
-                     num_prompts=num_prompts, warmup=False)
+    spec = BenchSpec(
+        url=url, concurrency=(concurrency,), input_len=32, output_len=output_len, num_prompts=num_prompts, warmup=False
+    )
     async with LoadGenerator(spec) as g:
         await g.discover_model()
         lv = await g.run_level(concurrency, progress=progress)
-    return FailoverResult(lv.requests, lv.errors, concurrency, victim, kill_after, lv.error_examples,
-                          lv.output_throughput_tok_s)
+    return FailoverResult(
+        lv.requests, lv.errors, concurrency, victim, kill_after, lv.error_examples, lv.output_throughput_tok_s
+    )

@@ -34,16 +34,32 @@ def test_band_parts_per_phase():
     assert _text(body) == "l: start it over the 3 replicas that answer now"
     assert "serving" not in _text(band_parts(v, [], [], 0.0)[1])
     w = (RouterWorker("1", "http://127.0.0.1:31000", True, 2), RouterWorker("2", "http://127.0.0.1:31001", False, 0))
-    run = RouterView("lb", "bw", 31080, "round_robin", phase="running", workers=w, rps=12.34, started_at=100.0,
-                     last_change="removed http://127.0.0.1:31002")
-    head, body = band_parts(run, [("http://127.0.0.1:31000", "gen@bw:gpu0", True, "load 2", 6.0),
-                                  ("http://127.0.0.1:31001", "gen@bw:gpu1", False, "run 0", None)],
-                            [("gen@bw:gpu2", "crashed")], 160.0)
+    run = RouterView(
+        "lb",
+        "bw",
+        31080,
+        "round_robin",
+        phase="running",
+        workers=w,
+        rps=12.34,
+        started_at=100.0,
+        last_change="removed http://127.0.0.1:31002",
+    )
+    head, body = band_parts(
+        run,
+        [
+            ("http://127.0.0.1:31000", "gen@bw:gpu0", True, "load 2", 6.0),
+            ("http://127.0.0.1:31001", "gen@bw:gpu1", False, "run 0", None),
+        ],
+        [("gen@bw:gpu2", "crashed")],
+        160.0,
+    )
     assert "running · 1/2 workers healthy · 12.3 req/s · up 60 s" in _text(head)
     assert _text(body).startswith("✓ gpu0 load 2 6.0/s   ✖ gpu1 run 0   · gpu2 not routed (crashed)")
     assert _text(body).endswith("removed http://127.0.0.1:31002")
-    crashed = RouterView("lb", "bw", 31080, "round_robin", phase="crashed", error="[bold]port\x1b[2J 31080 taken",
-                         log_path="/l")
+    crashed = RouterView(
+        "lb", "bw", 31080, "round_robin", phase="crashed", error="[bold]port\x1b[2J 31080 taken", log_path="/l"
+    )
     head, _ = band_parts(crashed, [], [], 0.0)
     assert "✖ router lb" in _text(head) and "\x1b" not in _text(head) and "[bold]port" in _text(head)
 
@@ -67,11 +83,16 @@ async def test_l_on_the_band_starts_the_router_s_stops_it(monkeypatch: pytest.Mo
                 return band.text
 
             try:
-                await wait_until(lambda: "l: start it over the 2 replicas that answer now" in shown(), patient(10),
-                                 "the stopped band")
+                await wait_until(
+                    lambda: "l: start it over the 2 replicas that answer now" in shown(),
+                    patient(10),
+                    "the stopped band",
+                )
             except AssertionError as e:
-                raise AssertionError(f"{e}; the band shows {shown()!r}, display={band.display}, "
-                                     f"manager={getattr(app, 'router_manager', None)}") from None
+                raise AssertionError(
+                    f"{e}; the band shows {shown()!r}, display={band.display}, "
+                    f"manager={getattr(app, 'router_manager', None)}"
+                ) from None
             band.focus()
             await pilot.pause()
             await pilot.press("l")
@@ -91,17 +112,20 @@ async def test_l_on_the_band_starts_the_router_s_stops_it(monkeypatch: pytest.Mo
 
             band.focus()
             await pilot.press("b")
-            form = await wait_until(lambda: app.screen if isinstance(app.screen, BenchForm) else None, patient(10),
-                                    "the bench form")
+            form = await wait_until(
+                lambda: app.screen if isinstance(app.screen, BenchForm) else None, patient(10), "the bench form"
+            )
             for key, value in (("concurrency", "8"), ("input_len", "16"), ("output_len", "48"), ("num_prompts", "64")):
                 form.query_one(f"#bench-form-{key}", Input).value = value
             form.query_one("#bench-form-concurrency", Input).focus()
             await pilot.press("enter")
-            bench = await wait_until(lambda: app.screen if isinstance(app.screen, BenchScreen) else None,
-                                     patient(10), "the bench screen")
+            bench = await wait_until(
+                lambda: app.screen if isinstance(app.screen, BenchScreen) else None, patient(10), "the bench screen"
+            )
             assert bench.server == "router:lb"
             victim = sorted(n for n, s in rig.ctl.state.servers.items() if s.meta.preset == PRESET)[1]
             vport = rig.port_of(victim)
+
             def done() -> int:
                 m = re.search(r"C=8: (\d+)/64", str(bench.query_one("#bench-status").render()))
                 return int(m.group(1)) if m else 0
@@ -114,8 +138,11 @@ async def test_l_on_the_band_starts_the_router_s_stops_it(monkeypatch: pytest.Mo
             assert lv.requests == 64 and lv.errors <= 8, (lv.requests, lv.errors, lv.error_examples)
             print(f"bench through the router, replica killed after {killed_after} of 64: {lv.errors} failed")
             await pilot.press("escape")
-            await wait_until(lambda: len(app.router_manager.views[ROUTER].workers) == 1, patient(20),
-                             "the crashed replica removed at the router")
+            await wait_until(
+                lambda: len(app.router_manager.views[ROUTER].workers) == 1,
+                patient(20),
+                "the crashed replica removed at the router",
+            )
             band.focus()
             await pilot.pause()
             await pilot.press("s")

@@ -18,14 +18,21 @@ from console.sim.fleet import sim_down
 from tests.router.scenario import rig_toml
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("sglang_router") is None,
-                                reason="sglang-router is a dev dependency (uv sync)")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("sglang_router") is None, reason="sglang-router is a dev dependency (uv sync)"
+)
 
 
 def run(hosts: Path, *args: str, state: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DFLASH_STATE_DIR": str(state)}
-    return subprocess.run([sys.executable, "-m", "console", "--hosts", str(hosts), *args], capture_output=True,
-                          text=True, timeout=180, cwd=REPO, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "console", "--hosts", str(hosts), *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=REPO,
+        env=env,
+    )
 
 
 def test_router_cli_on_a_local_sim_host():
@@ -59,14 +66,39 @@ def test_router_cli_on_a_local_sim_host():
         assert next(ln for ln in r.stdout.splitlines() if ln.startswith("lb ")).split()[3:5] == ["running", "2/2"]
         r = run(hosts, "probe", "router:lb", state=st)
         assert r.returncode == 0 and "ready (HTTP 200" in r.stdout and "answer" in r.stdout, r.stdout + r.stderr
-        r = run(hosts, "bench", "router:lb", "--concurrency", "2", "--num-prompts", "10", "--input-len", "16",
-                "--output-len", "16", state=st)
+        r = run(
+            hosts,
+            "bench",
+            "router:lb",
+            "--concurrency",
+            "2",
+            "--num-prompts",
+            "10",
+            "--input-len",
+            "16",
+            "--output-len",
+            "16",
+            state=st,
+        )
         assert r.returncode == 0, r.stderr
         assert "bench router:lb" in r.stdout
         row = next(ln for ln in r.stdout.splitlines() if ln.startswith("2 "))
         assert row.split()[1] == "10" and row.split()[-1] == "0"  # 10 requests, 0 errors
-        r = run(hosts, "router", "bench", "lb", "--concurrency", "2", "--num-prompts", "10", "--input-len", "16",
-                "--output-len", "16", state=st)
+        r = run(
+            hosts,
+            "router",
+            "bench",
+            "lb",
+            "--concurrency",
+            "2",
+            "--num-prompts",
+            "10",
+            "--input-len",
+            "16",
+            "--output-len",
+            "16",
+            state=st,
+        )
         assert r.returncode == 0, r.stderr
         assert "(one replica) vs router lb over 2 healthy workers" in r.stdout
         assert next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("2 ")).split()[-1] == "0/0"

@@ -21,8 +21,9 @@ from console.sglang.client import SGLangClient
 from tests.patience import patient
 from tests.router.scenario import PRESET, ROUTER, crash_under_load, open_rig, wait_until
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("sglang_router") is None,
-                                reason="sglang-router is a dev dependency (uv sync)")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("sglang_router") is None, reason="sglang-router is a dev dependency (uv sync)"
+)
 
 
 def _router_alive(pid: int) -> bool:
@@ -85,17 +86,24 @@ async def test_router_up_chat_crash_under_load_relaunch_down(root: Path, monkeyp
             assert res.errors <= res.concurrency, res.error_examples
             assert res.requests - res.errors >= 120 - res.concurrency
             victim_url = worker_url("0.0.0.0", rig.port_of(res.killed))
-            await wait_until(lambda: rig.ctl.state.servers[res.killed].phase == "crashed", patient(15),
-                             "the replica seen crashed")
-            await wait_until(lambda: victim_url not in {w.url for w in rig.mgr.views[ROUTER].workers}, patient(15),
-                             "the crashed replica removed at the router")
+            await wait_until(
+                lambda: rig.ctl.state.servers[res.killed].phase == "crashed", patient(15), "the replica seen crashed"
+            )
+            await wait_until(
+                lambda: victim_url not in {w.url for w in rig.mgr.views[ROUTER].workers},
+                patient(15),
+                "the crashed replica removed at the router",
+            )
             assert "removed " + victim_url in rig.mgr.views[ROUTER].last_change
 
             # relaunched: added back at the router once it serves
             out = await rig.ctl.restart(res.killed)
             assert out.ok, out.message
-            await wait_until(lambda: victim_url in {w.url for w in rig.mgr.views[ROUTER].workers
-                                                    if w.healthy}, patient(40), "the relaunched replica added back")
+            await wait_until(
+                lambda: victim_url in {w.url for w in rig.mgr.views[ROUTER].workers if w.healthy},
+                patient(40),
+                "the relaunched replica added back",
+            )
             assert len(rig.mgr.views[ROUTER].workers) == 3
         finally:
             watch.cancel()
@@ -117,7 +125,7 @@ async def test_router_without_sglang_router_installed_is_a_named_crash(root: Pat
     try:
         spec = rig.ctl.fleet.routers[ROUTER]
         bare = root / "bare-python"
-        bare.write_text("#!/bin/sh\nexec /usr/bin/env -i /usr/bin/python3 -S \"$@\"\n")
+        bare.write_text('#!/bin/sh\nexec /usr/bin/env -i /usr/bin/python3 -S "$@"\n')
         bare.chmod(0o755)
         routers = {ROUTER: spec.model_copy(update={"python": str(bare)})}
         rig.ctl.fleet = rig.mgr.fleet = rig.ctl.fleet.model_copy(update={"routers": routers})

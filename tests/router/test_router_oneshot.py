@@ -26,17 +26,27 @@ from console.router.look import router_config, router_views
 from console.router.state import RouterView
 from tests.fleet.test_oneshot import Counting, _free_port, sect
 
-METRICS = ('smg_router_requests_total{endpoint="chat"} 10\n'
-           'smg_worker_cb_outcomes_total{worker="http://127.0.0.1:31000",outcome="success"} 7\n'
-           'smg_http_connections_active 2\n')
+METRICS = (
+    'smg_router_requests_total{endpoint="chat"} 10\n'
+    'smg_worker_cb_outcomes_total{worker="http://127.0.0.1:31000",outcome="success"} 7\n'
+    "smg_http_connections_active 2\n"
+)
 
 
-def fleet_with_router(run_dir: Path, port: int = 30080, metrics_port: int | None = None,
-                      python: str = "/opt/venv/bin/python3", where: str = 'transport = "local"') -> Fleet:
-    return parse_fleet(f'[hosts.box]\n{where}\npython = "{python}"\nrun_dir = "{run_dir}"\n\n'
-                       f'[presets.gen]\nhost = "box"\ngpus = [0, 1]\ntp = 1\nport = 31000\nmodel = "/m"\n\n'
-                       f'[routers.lb]\nhost = "box"\npresets = ["gen"]\nport = {port}\n'
-                       f'metrics_port = {metrics_port or port + 1}\n', "t.toml")
+def fleet_with_router(
+    run_dir: Path,
+    port: int = 30080,
+    metrics_port: int | None = None,
+    python: str = "/opt/venv/bin/python3",
+    where: str = 'transport = "local"',
+) -> Fleet:
+    return parse_fleet(
+        f'[hosts.box]\n{where}\npython = "{python}"\nrun_dir = "{run_dir}"\n\n'
+        f'[presets.gen]\nhost = "box"\ngpus = [0, 1]\ntp = 1\nport = 31000\nmodel = "/m"\n\n'
+        f'[routers.lb]\nhost = "box"\npresets = ["gen"]\nport = {port}\n'
+        f"metrics_port = {metrics_port or port + 1}\n",
+        "t.toml",
+    )
 
 
 def shot_of(**parts: tuple[str, int | None, str]) -> bytes:
@@ -51,8 +61,14 @@ def view(fleet: Fleet, data: bytes) -> RouterView:
 
 
 RUNNING = 'pid 4242\nproc Sl sglang::router --port 30080\nmeta\n{"log_path": "/l/router-lb.log", "started_at": 1.5}\n'
-WORKERS = json.dumps({"workers": [{"id": "w1", "url": "http://127.0.0.1:31000", "is_healthy": True, "load": 0},
-                                  {"id": "w2", "url": "http://127.0.0.1:31001", "is_healthy": False}]})
+WORKERS = json.dumps(
+    {
+        "workers": [
+            {"id": "w1", "url": "http://127.0.0.1:31000", "is_healthy": True, "load": 0},
+            {"id": "w2", "url": "http://127.0.0.1:31001", "is_healthy": False},
+        ]
+    }
+)
 
 
 def test_router_views_fold_each_outcome_as_the_manager_does(tmp_path: Path) -> None:
@@ -60,8 +76,13 @@ def test_router_views_fold_each_outcome_as_the_manager_does(tmp_path: Path) -> N
     v = view(f, shot_of(proc=("proc", None, 'none\nmeta\n{"log_path": "/l/old.log"}\n')))
     assert (v.phase, v.pid, v.log_path, v.error) == ("stopped", None, "/l/old.log", None)
 
-    v = view(f, shot_of(proc=("proc", None, 'pid 4242\nmeta\n{"log_path": "/l/r.log"}\n'),
-                        log=("log", None, "Traceback\nModuleNotFoundError: No module named 'sglang_router'\n")))
+    v = view(
+        f,
+        shot_of(
+            proc=("proc", None, 'pid 4242\nmeta\n{"log_path": "/l/r.log"}\n'),
+            log=("log", None, "Traceback\nModuleNotFoundError: No module named 'sglang_router'\n"),
+        ),
+    )
     assert v.phase == "crashed" and "sglang-router is not installed for /opt/venv/bin/python3 on box" in v.error
 
     v = view(f, shot_of(proc=("proc", None, RUNNING), health=("down", None, "ConnectError")))
@@ -73,15 +94,31 @@ def test_router_views_fold_each_outcome_as_the_manager_does(tmp_path: Path) -> N
     v = view(f, shot_of(proc=("proc", None, RUNNING), health=("http", 200, "{}"), workers=("http", 500, "oops")))
     assert (v.phase, v.error) == ("starting", "router /workers: HTTP 500")
 
-    v = view(f, shot_of(proc=("proc", None, RUNNING), health=("http", 200, "{}"), workers=("http", 200, WORKERS),
-                        metrics=("http", 200, METRICS)))
+    v = view(
+        f,
+        shot_of(
+            proc=("proc", None, RUNNING),
+            health=("http", 200, "{}"),
+            workers=("http", 200, WORKERS),
+            metrics=("http", 200, METRICS),
+        ),
+    )
     assert (v.phase, v.pid, v.started_at, v.log_path, v.error) == ("running", 4242, 1.5, "/l/router-lb.log", None)
-    assert [(w.url, w.healthy, w.load) for w in v.workers] == [("http://127.0.0.1:31000", True, 0),
-                                                               ("http://127.0.0.1:31001", False, None)]
+    assert [(w.url, w.healthy, w.load) for w in v.workers] == [
+        ("http://127.0.0.1:31000", True, 0),
+        ("http://127.0.0.1:31001", False, None),
+    ]
     assert v.counters is not None and v.counters.requests == 10 and v.rps is None  # one read: no rate yet
 
-    v = view(f, shot_of(proc=("proc", None, RUNNING), health=("http", 200, "{}"), workers=("http", 200, "[not json"),
-                        metrics=("down", None, "ConnectError")))
+    v = view(
+        f,
+        shot_of(
+            proc=("proc", None, RUNNING),
+            health=("http", 200, "{}"),
+            workers=("http", 200, "[not json"),
+            metrics=("down", None, "ConnectError"),
+        ),
+    )
     assert v.phase == "starting" and v.error.startswith("ValueError")
     v = view(f, shot_of())  # the status script printed nothing: not called stopped
     assert v.phase == "unknown" and "printed nothing" in v.error
@@ -121,8 +158,17 @@ def test_the_agent_looks_at_a_router_on_this_machine_in_the_one_exec(tmp_path: P
     log = tmp_path / "router-lb.log"
     log.write_text("2026-12-06 INFO sglang_router starting\nError: Address already in use (os error 98)\n")
     # a command line longer than 80 columns, as a router's from a deep venv is: ps must not cut it
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--model-dir=/" + "x" * 90, "-m",
-                             "sglang_router.launch_router"], start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; time.sleep(60)",
+            "--model-dir=/" + "x" * 90,
+            "-m",
+            "sglang_router.launch_router",
+        ],
+        start_new_session=True,
+    )
     try:
         (state / "pid").write_text(f"{proc.pid}\n")
         (state / "meta.json").write_text(json.dumps({"name": "lb", "log_path": str(log), "started_at": 7.0}))
@@ -131,8 +177,11 @@ def test_the_agent_looks_at_a_router_on_this_machine_in_the_one_exec(tmp_path: P
         seen: list[object] = []  # the status script's output, for a failure's message
 
         def once() -> RouterView:
-            r = subprocess.run(["/bin/sh", "-c", oneshot_command(f.hosts["box"], routers=router_config(f, "box"))],
-                               capture_output=True, timeout=60)
+            r = subprocess.run(
+                ["/bin/sh", "-c", oneshot_command(f.hosts["box"], routers=router_config(f, "box"))],
+                capture_output=True,
+                timeout=60,
+            )
             assert r.returncode == 0, r.stderr
             shot = parse_oneshot(r.stdout)
             assert shot.complete
@@ -147,9 +196,14 @@ def test_the_agent_looks_at_a_router_on_this_machine_in_the_one_exec(tmp_path: P
         counts = {"connect": 0, "run": 0, "stream": 0, "forward": 0}
         from console.transport import make_transport
 
-        found = asyncio.run(look_once(f, 10.0, factory=lambda n, h, hook: Counting(make_transport(n, h, on_command=hook),
-                                                                                     counts),
-                                      routers=lambda h: router_config(f, h)))
+        found = asyncio.run(
+            look_once(
+                f,
+                10.0,
+                factory=lambda n, h, hook: Counting(make_transport(n, h, on_command=hook), counts),
+                routers=lambda h: router_config(f, h),
+            )
+        )
         assert look.routers_of(f, found)["lb"].phase == "running" and found.fallback == []
         assert counts == {"connect": 1, "run": 1, "stream": 0, "forward": 0}
         assert look.replica_of(f, found.state.servers, "lb", "http://127.0.0.1:31000") is None  # no replica runs
@@ -175,7 +229,6 @@ def test_a_router_whose_host_is_down_says_so(tmp_path: Path) -> None:
     v = look.routers_of(f, found)["lb"]
     assert v.phase == "unknown" and v.error == "host box is not connected"
     assert found.state.hosts["box"].conn != "up"
-
 
 
 def test_a_running_router_whose_health_is_not_200_is_starting_again() -> None:

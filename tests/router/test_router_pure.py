@@ -43,8 +43,10 @@ def errors(router: str) -> list[str]:
 
 
 def test_router_config_defaults_and_plan():
-    f = fleet('[routers.lb]\nhost = "bw"\npresets = ["gen"]\nport = 31080\npolicy = "power_of_two"\n'
-              'args = ["--retry-max-retries", "3"]\n')
+    f = fleet(
+        '[routers.lb]\nhost = "bw"\npresets = ["gen"]\nport = 31080\npolicy = "power_of_two"\n'
+        'args = ["--retry-max-retries", "3"]\n'
+    )
     spec = f.routers["lb"]
     assert spec.prometheus_port == 31081 and spec.bind == "0.0.0.0"
     plan = plan_router(f, "lb", "20260101-000000")
@@ -63,14 +65,19 @@ def test_router_config_defaults_and_plan():
 
 
 def test_presets_sharing_a_port_plan_one_worker():
-    f = parse_fleet(BASE + '[presets.one]\nhost = "bw"\ngpus = [0]\nport = 31000\nmodel = "/m"\n'
-                    '[routers.lb]\nhost = "bw"\npresets = ["gen", "one"]\nport = 31080\n', "hosts.toml")
+    f = parse_fleet(
+        BASE + '[presets.one]\nhost = "bw"\ngpus = [0]\nport = 31000\nmodel = "/m"\n'
+        '[routers.lb]\nhost = "bw"\npresets = ["gen", "one"]\nport = 31080\n',
+        "hosts.toml",
+    )
     assert plan_router(f, "lb", "s").workers == tuple(f"http://127.0.0.1:{31000 + i}" for i in range(4))
 
 
 def test_router_config_errors_are_located():
-    errs = errors('[routers.lb]\nhost = "bw"\npresets = ["gne", "other"]\nport = 31002\npolcy = "x"\n'
-                  'args = ["--worker-urls", "http://x"]\n')
+    errs = errors(
+        '[routers.lb]\nhost = "bw"\npresets = ["gne", "other"]\nport = 31002\npolcy = "x"\n'
+        'args = ["--worker-urls", "http://x"]\n'
+    )
     joined = "\n".join(errs)
     assert "routers.lb.presets[0]: unknown preset 'gne' — did you mean 'gen'?" in joined
     assert "routers.lb.presets[1]: preset other runs on host ct, not on the router's host bw" in joined
@@ -78,9 +85,13 @@ def test_router_config_errors_are_located():
     assert "routers.lb.polcy: unknown key 'polcy' — did you mean 'policy'?" in joined
     assert "routers.lb.args[0]: '--worker-urls' is set by the console" in joined
     assert all(e.startswith("hosts.toml:") for e in errs)
-    assert "routers.lb.policy" in "\n".join(errors('[routers.lb]\nhost = "bw"\npresets = ["gen"]\npolicy = "fastest"\n'))
+    assert "routers.lb.policy" in "\n".join(
+        errors('[routers.lb]\nhost = "bw"\npresets = ["gen"]\npolicy = "fastest"\n')
+    )
     assert "unknown host 'bww'" in "\n".join(errors('[routers.lb]\nhost = "bww"\npresets = ["gen"]\n'))
-    keyed = BASE.replace('model = "/models/q"\n[presets.other]', 'model = "/models/q"\napi_key_env = "GEN_KEY"\n[presets.other]')
+    keyed = BASE.replace(
+        'model = "/models/q"\n[presets.other]', 'model = "/models/q"\napi_key_env = "GEN_KEY"\n[presets.other]'
+    )
     with pytest.raises(ConfigError) as e:
         parse_fleet(keyed + '[routers.lb]\nhost = "bw"\npresets = ["gen"]\n', "hosts.toml")
     assert "routers.lb.presets[0]: preset gen requires an API key" in str(e.value)
@@ -99,15 +110,19 @@ def test_scripts_quote_paths():
     s = start_script(plan, 1.0)
     assert "/srv/dfc/routers/lb/meta.json" in s and "setsid sh -c 'echo $$ > /srv/dfc/routers/lb/pid.tmp" in s
     assert "exec nohup /opt/venv/bin/python -m sglang_router.launch_router" in s
-    assert "kill -TERM -\"$pid\"" in stop_script("/srv/d d") and "kill -TERM --" not in stop_script("/srv/d d")
+    assert 'kill -TERM -"$pid"' in stop_script("/srv/d d") and "kill -TERM --" not in stop_script("/srv/d d")
     assert "'/srv/d d'/pid" in stop_script("/srv/d d")
 
 
 def test_parse_status():
     assert not parse_status("none\n").started
     stopped = parse_status('none\nmeta\n{"started_at": 5, "log_path": "/l"}\n')  # a stopped router keeps its log
-    assert not stopped.started and not stopped.alive and stopped.pid is None and stopped.meta == {
-        "started_at": 5, "log_path": "/l"}
+    assert (
+        not stopped.started
+        and not stopped.alive
+        and stopped.pid is None
+        and stopped.meta == {"started_at": 5, "log_path": "/l"}
+    )
     r = parse_status('pid 42\nproc Ssl sglang::router\nproc S sh -c x\nmeta\n{"started_at": 5, "log_path": "/l"}\n')
     assert r.started and r.pid == 42 and r.alive and r.meta == {"started_at": 5, "log_path": "/l"}
     assert not parse_status("pid 42\nproc Z [sglang::router] <defunct>\nmeta\n").alive  # a zombie is no router
@@ -133,17 +148,21 @@ def test_plan_changes():
 
 
 def test_parse_workers_and_counters_take_host_text_safely():
-    ws = parse_workers(b'{"workers": [{"id": "u1", "url": "http://127.0.0.1:1", "is_healthy": true, "load": 3},'
-                       b'{"id": "u2", "url": 5}, "junk", {"id": "u3", "url": "http://h:2", "is_healthy": false,'
-                       b'"load": -1}]}')
+    ws = parse_workers(
+        b'{"workers": [{"id": "u1", "url": "http://127.0.0.1:1", "is_healthy": true, "load": 3},'
+        b'{"id": "u2", "url": 5}, "junk", {"id": "u3", "url": "http://h:2", "is_healthy": false,'
+        b'"load": -1}]}'
+    )
     assert ws == [RouterWorker("u1", "http://127.0.0.1:1", True, 3), RouterWorker("u3", "http://h:2", False, None)]
     assert parse_workers(b'{"workers": null}') == []
     with pytest.raises(ValueError):
         parse_workers(b"[" * 100 + b"]" * 100)
-    c = parse_counters('smg_router_requests_total{endpoint="chat"} 10\nsmg_router_requests_total{endpoint="x"} 2\n'
-                       'smg_worker_cb_outcomes_total{worker="http://a",outcome="success"} 7\n'
-                       'smg_worker_cb_outcomes_total{worker="http://a",outcome="failure"} 1\n'
-                       'smg_http_connections_active 4\n')
+    c = parse_counters(
+        'smg_router_requests_total{endpoint="chat"} 10\nsmg_router_requests_total{endpoint="x"} 2\n'
+        'smg_worker_cb_outcomes_total{worker="http://a",outcome="success"} 7\n'
+        'smg_worker_cb_outcomes_total{worker="http://a",outcome="failure"} 1\n'
+        "smg_http_connections_active 4\n"
+    )
     assert c.requests == 12 and c.per_worker == {"http://a": 8} and c.failures == 1 and c.active == 4
 
 
@@ -158,13 +177,20 @@ def test_requests_per_second_from_two_reads():
 
 
 def test_crash_causes():
-    assert "pip install sglang-router" in crash_cause("/usr/bin/python3: No module named sglang_router\n", "py", "bw", 1)
-    assert crash_cause("\x1b[31mERROR\x1b[0m Address already in use (os error 98)\n", "py", "bw", 31080) == \
-        "port 31080 is already in use on bw"
-    cause = crash_cause("line one\n\x1b]52;c;ZXZpbA==\x07thread 'main' panicked at \x1b[2Jthe end\nINFO bye\n", "py", "bw", 1)
+    assert "pip install sglang-router" in crash_cause(
+        "/usr/bin/python3: No module named sglang_router\n", "py", "bw", 1
+    )
+    assert (
+        crash_cause("\x1b[31mERROR\x1b[0m Address already in use (os error 98)\n", "py", "bw", 31080)
+        == "port 31080 is already in use on bw"
+    )
+    cause = crash_cause(
+        "line one\n\x1b]52;c;ZXZpbA==\x07thread 'main' panicked at \x1b[2Jthe end\nINFO bye\n", "py", "bw", 1
+    )
     assert cause.startswith("exited: thread 'main' panicked at") and "\x1b" not in cause and "\x07" not in cause
     assert crash_cause("INFO a\nINFO Router ready\n", "py", "bw", 1).startswith(
-        "ended without an error in its log (killed by a signal?); its last line: INFO Router ready")
+        "ended without an error in its log (killed by a signal?); its last line: INFO Router ready"
+    )
     assert crash_cause("", "py", "bw", 1) == "exited without a word in its log"
 
 
@@ -224,13 +250,21 @@ async def test_an_ended_replica_the_router_still_lists_is_named_and_not_healthy(
         from console.fleet.report import router_doc
         from console.router.api import RouterWorker
 
-        v = RouterView("lb", "bw", 31080, "round_robin", phase="running",
-                       workers=(RouterWorker("a", urls[0], True, 0), RouterWorker("b", urls[1], True, 0)))
+        v = RouterView(
+            "lb",
+            "bw",
+            31080,
+            "round_robin",
+            phase="running",
+            workers=(RouterWorker("a", urls[0], True, 0), RouterWorker("b", urls[1], True, 0)),
+        )
         mgr.views["lb"] = v
         assert mgr.ended_workers("lb") == {urls[1]: "gen@bw:gpu1"}
         doc = router_doc(v, lambda u: mgr.replica_of("lb", u), mgr.ended_workers("lb"))
         assert doc["healthy_workers"] == 1
         assert [(w["server"], w["healthy"], w["ended"]) for w in doc["workers"]] == [
-            ("gen@bw:gpu0", True, False), ("gen@bw:gpu1", False, True)]
+            ("gen@bw:gpu0", True, False),
+            ("gen@bw:gpu1", False, True),
+        ]
     finally:
         await mgr.aclose()

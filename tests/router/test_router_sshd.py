@@ -18,8 +18,9 @@ from console.sglang.client import SGLangClient
 from tests.faults.simfleet import build_sim_fleet, controller, isolate_env, preset_toml, scratch_root, wait_for
 from tests.router.scenario import free_block
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("sglang_router") is None,
-                                reason="sglang-router is a dev dependency (uv sync)")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("sglang_router") is None, reason="sglang-router is a dev dependency (uv sync)"
+)
 
 
 @pytest.fixture
@@ -36,8 +37,10 @@ async def test_router_behind_sshd_up_sync_down(ssh_host_factory, sim_root: Path)
     sf = build_sim_fleet(ssh_host_factory, sim_root, ["gpuhost"])
     h = sf.hosts["gpuhost"]
     base = free_block(4)
-    presets = (preset_toml("gen", h, gpus="[0, 1]", port=base, extra="tp = 1")
-               + f'[routers.lb]\nhost = "gpuhost"\npresets = ["gen"]\nport = {base + 2}\npolicy = "round_robin"\n')
+    presets = (
+        preset_toml("gen", h, gpus="[0, 1]", port=base, extra="tp = 1")
+        + f'[routers.lb]\nhost = "gpuhost"\npresets = ["gen"]\nport = {base + 2}\npolicy = "round_robin"\n'
+    )
     async with controller(sf.fleet(presets)) as ctl:
         assert await ctl.wait_hosts(15)
         mgr = RouterManager(ctl)
@@ -61,8 +64,11 @@ async def test_router_behind_sshd_up_sync_down(ssh_host_factory, sim_root: Path)
             assert port is not None
             h.crash(port)
             gone = worker_url("127.0.0.1", port)
-            await wait_for(lambda: gone not in {w.url for w in mgr.views["lb"].workers}
-                           and len(mgr.views["lb"].workers) == 1, 20, "the dead replica removed at the router")
+            await wait_for(
+                lambda: gone not in {w.url for w in mgr.views["lb"].workers} and len(mgr.views["lb"].workers) == 1,
+                20,
+                "the dead replica removed at the router",
+            )
             r = await SGLangClient(url).probe()  # the endpoint still answers through the other replica
             assert r.error is None, r.error
         finally:

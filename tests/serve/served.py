@@ -92,8 +92,14 @@ def serve(*args: str, env: dict[str, str] | None = None, prefix: tuple[str, ...]
     """`dflash-console serve --port 0 ARGS` (after `prefix`, e.g. `ip netns exec NS`); on exit SIGTERM, and the
     exit code must be 0 within the grace."""
     full_env = {**os.environ, "DFC_DEMO_TIME_SCALE": "0.1", **(env or {})}
-    proc = subprocess.Popen([*prefix, sys.executable, "-m", "console", "serve", "--port", "0", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
+    proc = subprocess.Popen(
+        [*prefix, sys.executable, "-m", "console", "serve", "--port", "0", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=full_env,
+    )
     stdout: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_drain, args=(proc.stdout, stdout), daemon=True).start()
     try:

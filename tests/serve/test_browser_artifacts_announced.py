@@ -22,9 +22,27 @@ def test_the_screenshots_folder_is_printed(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     env["DFC_TEST_ARTIFACTS"] = str(out_dir)
     for extra in ([], ["-p", "xdist", "-n", "1"]):
-        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.browser.conftest",
-                            "--rootdir", str(probe.parent), *extra, str(probe)],
-                           cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "tests.browser.conftest",
+                "--rootdir",
+                str(probe.parent),
+                *extra,
+                str(probe),
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         out = r.stdout + r.stderr
         assert r.returncode == 0, out
         assert f"browser screenshots: {out_dir / 'browser'}" in out, (extra, out)

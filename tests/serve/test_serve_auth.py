@@ -24,12 +24,21 @@ def test_each_way_of_presenting_the_token() -> None:
     assert check() is Verdict.MISSING
 
 
-@pytest.mark.parametrize("kw", [
-    {"query": "t" * 31}, {"query": ""}, {"query": "t" * 33}, {"auth": "Basic " + "t" * 32},
-    {"auth": "Bearer"}, {"auth": "t" * 32}, {"cookie": "x"},
-    # a wrong token in the URL is refused even beside a good cookie: it is what the user typed
-    {"query": "nope", "cookie": "t" * 32}, {"auth": "Bearer nope", "cookie": "t" * 32},
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"query": "t" * 31},
+        {"query": ""},
+        {"query": "t" * 33},
+        {"auth": "Basic " + "t" * 32},
+        {"auth": "Bearer"},
+        {"auth": "t" * 32},
+        {"cookie": "x"},
+        # a wrong token in the URL is refused even beside a good cookie: it is what the user typed
+        {"query": "nope", "cookie": "t" * 32},
+        {"auth": "Bearer nope", "cookie": "t" * 32},
+    ],
+)
 def test_wrong_tokens_are_refused(kw: dict[str, str]) -> None:
     assert check(**kw) is Verdict.WRONG
 
@@ -51,16 +60,19 @@ def test_unusable_env_tokens(token: str) -> None:
     assert valid_token(token) is not None
 
 
-@pytest.mark.parametrize(("origin", "host", "ok"), [
-    ("http://127.0.0.1:8000", "127.0.0.1:8000", True),
-    ("http://LOCALHOST:9000", "localhost:9000", True),
-    (None, "127.0.0.1:8000", True),  # not a browser: the token alone decides
-    ("http://127.0.0.1:3000", "127.0.0.1:8000", False),  # another page on localhost: cookies ignore ports
-    ("http://evil.example", "127.0.0.1:8000", False),
-    ("null", "127.0.0.1:8000", False),
-    ("file://", "127.0.0.1:8000", False),
-    ("http://127.0.0.1:8000", None, False),
-])
+@pytest.mark.parametrize(
+    ("origin", "host", "ok"),
+    [
+        ("http://127.0.0.1:8000", "127.0.0.1:8000", True),
+        ("http://LOCALHOST:9000", "localhost:9000", True),
+        (None, "127.0.0.1:8000", True),  # not a browser: the token alone decides
+        ("http://127.0.0.1:3000", "127.0.0.1:8000", False),  # another page on localhost: cookies ignore ports
+        ("http://evil.example", "127.0.0.1:8000", False),
+        ("null", "127.0.0.1:8000", False),
+        ("file://", "127.0.0.1:8000", False),
+        ("http://127.0.0.1:8000", None, False),
+    ],
+)
 def test_websocket_origin(origin: str | None, host: str | None, ok: bool) -> None:
     assert same_origin(origin, host) is ok
 
@@ -70,11 +82,18 @@ def test_session_command_quotes_every_argument_and_is_read_only_by_default() -> 
     cmd = session_command(opts)
     assert cmd.startswith("exec ")
     assert shlex.split(cmd)[1:] == session_argv(opts)
-    assert session_argv(opts) == ["/opt/py thon/bin/python", "-m", "console", "--hosts",
-                                  "/tmp/my fleet/hosts'; rm -rf ~.toml", "--theme", "$(id)", "--read-only"]
+    assert session_argv(opts) == [
+        "/opt/py thon/bin/python",
+        "-m",
+        "console",
+        "--hosts",
+        "/tmp/my fleet/hosts'; rm -rf ~.toml",
+        "--theme",
+        "$(id)",
+        "--read-only",
+    ]
 
 
 def test_session_with_actions_and_demo() -> None:
     argv = session_argv(SessionOptions(read_only=False, demo=True, python="py"))
     assert argv == ["py", "-m", "console", "--demo"]
-

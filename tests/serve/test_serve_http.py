@@ -16,8 +16,12 @@ import pytest
 from tests.patience import patient
 from tests.serve.served import ROOT, serve
 
-WS_HEADERS = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
-              "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+WS_HEADERS = {
+    "Upgrade": "websocket",
+    "Connection": "Upgrade",
+    "Sec-WebSocket-Version": "13",
+    "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+}
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +106,14 @@ def test_websocket_from_another_origin_is_refused_even_with_the_cookie(served) -
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "console", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=patient(20), env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "console", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=patient(20),
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_a_short_token_from_the_environment_is_refused() -> None:

@@ -54,9 +54,21 @@ class FakeState:
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-    obj = {"id": "abc", "object": "chat.completion.chunk", "created": 1, "model": "m",
-           "choices": [{"index": 0, "delta": {"reasoning_content": None, **delta}, "logprobs": None,
-                        "finish_reason": finish, "matched_stop": 151645 if finish else None}]}
+    obj = {
+        "id": "abc",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "delta": {"reasoning_content": None, **delta},
+                "logprobs": None,
+                "finish_reason": finish,
+                "matched_stop": 151645 if finish else None,
+            }
+        ],
+    }
     return b"data: " + json.dumps(obj).encode() + b"\n\n"
 
 
@@ -76,16 +88,29 @@ class FakeSGLang:
             if not msg.get("more_body"):
                 break
         self.s.requests.append({"path": path, "headers": headers, "body": body})
-        if self.s.api_key and not path.startswith(("/health", "/metrics")) and headers.get("authorization") != f"Bearer {self.s.api_key}":
+        if (
+            self.s.api_key
+            and not path.startswith(("/health", "/metrics"))
+            and headers.get("authorization") != f"Bearer {self.s.api_key}"
+        ):
             return await self._send(send, 401, b'{"error":"Unauthorized"}')
         if path == "/health":
             return await self._send(send, self.s.health, b"")
         if path == "/model_info":
-            return await self._send(send, 200, json.dumps({"model_path": "/m/Qwen3-8B", "is_generation": True}).encode())
+            return await self._send(
+                send, 200, json.dumps({"model_path": "/m/Qwen3-8B", "is_generation": True}).encode()
+            )
         if path == "/server_info":
-            info = {"model_path": "/m", "api_key": "sk-live-123", "admin_api_key": "sk-admin", "hf_token": "hf_x",
-                    "max_total_num_tokens": 400000, "tokenizer_path": "/m",
-                    "internal_states": [{"last_gen_throughput": 12.5, "api_key": "sk-live-123"}], "version": "0.5.11"}
+            info = {
+                "model_path": "/m",
+                "api_key": "sk-live-123",
+                "admin_api_key": "sk-admin",
+                "hf_token": "hf_x",
+                "max_total_num_tokens": 400000,
+                "tokenizer_path": "/m",
+                "internal_states": [{"last_gen_throughput": 12.5, "api_key": "sk-live-123"}],
+                "version": "0.5.11",
+            }
             return await self._send(send, 200, json.dumps(info).encode())
         if path == "/metrics":
             return await self._send(send, 200, METRICS.encode(), b"text/plain; version=0.0.4")
@@ -101,15 +126,23 @@ class FakeSGLang:
         if self.s.mode == "html":
             return await self._send(send, 200, b"<html>hi</html>", b"text/html")
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-        parts = [_chunk({"role": "assistant", "content": ""}), _chunk({"reasoning_content": "think"}),
-                 _chunk({"content": "Hel"}), _chunk({"content": "lo"})]
+        parts = [
+            _chunk({"role": "assistant", "content": ""}),
+            _chunk({"reasoning_content": "think"}),
+            _chunk({"content": "Hel"}),
+            _chunk({"content": "lo"}),
+        ]
         if self.s.mode == "malformed":
             parts.append(b"data: {not json\n\n")
         if self.s.mode == "error":
             parts.append(b'data: {"error": {"message": "boom", "code": 500}}\n\n')
-        parts += [_chunk({}, "stop"), b'data: {"id":"abc","object":"chat.completion.chunk","created":1,"model":"m","choices":[],'
-                  b'"usage":{"prompt_tokens":5,"total_tokens":9,"completion_tokens":4,"prompt_tokens_details":null,'
-                  b'"reasoning_tokens":1}}\n\n', b"data: [DONE]\n\n"]
+        parts += [
+            _chunk({}, "stop"),
+            b'data: {"id":"abc","object":"chat.completion.chunk","created":1,"model":"m","choices":[],'
+            b'"usage":{"prompt_tokens":5,"total_tokens":9,"completion_tokens":4,"prompt_tokens_details":null,'
+            b'"reasoning_tokens":1}}\n\n',
+            b"data: [DONE]\n\n",
+        ]
         if self.s.mode == "slow":
             await asyncio.sleep(2)
         for p in parts:
@@ -124,8 +157,9 @@ def serve(state: FakeState) -> Iterator[str]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(FakeSGLang(state), log_level="error", lifespan="off",
-                                               timeout_graceful_shutdown=1))
+    server = uvicorn.Server(
+        uvicorn.Config(FakeSGLang(state), log_level="error", lifespan="off", timeout_graceful_shutdown=1)
+    )
     t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     t.start()
     deadline = time.monotonic() + 10

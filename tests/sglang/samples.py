@@ -16,4 +16,3 @@ def sample(prefix: str) -> bytes:
 
 def all_samples() -> list[Path]:
     return sorted(SAMPLES.glob("*.log"))
-

@@ -30,8 +30,14 @@ class SseServer(RawServer):
         try:
             while True:
                 head = await r.readuntil(b"\r\n\r\n")
-                length = next((int(ln.split(b":", 1)[1]) for ln in head.split(b"\r\n")
-                               if ln.lower().startswith(b"content-length:")), 0)
+                length = next(
+                    (
+                        int(ln.split(b":", 1)[1])
+                        for ln in head.split(b"\r\n")
+                        if ln.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
                 await r.readexactly(length)
                 w.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
                 for word in (b"hello", b" world"):

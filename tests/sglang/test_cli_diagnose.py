@@ -12,7 +12,19 @@ from console.cli import main
 from .samples import all_samples
 from .test_samples import EXPECTED
 
-KEYS = {"file", "phase", "shards", "crashed", "cause", "summary", "hint", "error_line", "gen_throughput", "tp_size", "timeline"}
+KEYS = {
+    "file",
+    "phase",
+    "shards",
+    "crashed",
+    "cause",
+    "summary",
+    "hint",
+    "error_line",
+    "gen_throughput",
+    "tp_size",
+    "timeline",
+}
 
 
 @pytest.mark.parametrize("path", all_samples(), ids=lambda p: p.name[:2])
@@ -56,8 +68,15 @@ def test_binary_garbage_does_not_crash(tmp_path: Path, capsys: pytest.CaptureFix
     assert obj["phase"] is None and obj["sglang_log"] is False and not obj["crashed"]
 
 
-@pytest.mark.parametrize("text", ["", "hello\nworld\n", "pod-1:235:235 [1] NCCL INFO Channel 13/0 : 1[1] -> 2[2] via P2P/IPC\n",
-                                  "==========\n== CUDA ==\n==========\n\nCUDA Version 12.4.1\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "hello\nworld\n",
+        "pod-1:235:235 [1] NCCL INFO Channel 13/0 : 1[1] -> 2[2] via P2P/IPC\n",
+        "==========\n== CUDA ==\n==========\n\nCUDA Version 12.4.1\n",
+    ],
+)
 def test_a_file_with_no_sglang_line_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> None:
     """Issue 18 item 5: never "launching" for a file that is not an SGLang log; exit 1."""
     f = tmp_path / "other.log"

@@ -146,8 +146,13 @@ async def test_probe(fake: tuple[str, FakeState]) -> None:
 
 
 def test_curl_command_uses_env_reference() -> None:
-    cmd = curl_command("http://127.0.0.1:30000/", [{"role": "user", "content": "it's $(rm -rf /)"}],
-                       model="qwen", max_tokens=32, api_key_env="SGLANG_KEY")
+    cmd = curl_command(
+        "http://127.0.0.1:30000/",
+        [{"role": "user", "content": "it's $(rm -rf /)"}],
+        model="qwen",
+        max_tokens=32,
+        api_key_env="SGLANG_KEY",
+    )
     argv = shlex.split(cmd)
     assert argv[:3] == ["curl", "-N", "http://127.0.0.1:30000/v1/chat/completions"]
     assert '"Authorization: Bearer $SGLANG_KEY"' in cmd

@@ -37,7 +37,9 @@ def test_corpus_is_labelled_and_sourced() -> None:
         assert re.match(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+$", lab["source"]), name
         assert lab["reason"] and isinstance(lab["crashed"], bool), name
         assert (lab["cause"] == "none") == (not lab["crashed"]), name
-    assert sum(lab["crashed"] for lab in LABELS.values()) >= 10 and sum(not lab["crashed"] for lab in LABELS.values()) >= 5
+    assert (
+        sum(lab["crashed"] for lab in LABELS.values()) >= 10 and sum(not lab["crashed"] for lab in LABELS.values()) >= 5
+    )
 
 
 def answer(data: bytes | str, sizes: list[int] | None = None) -> tuple[str, bool, str | None, float | None]:
@@ -45,7 +47,7 @@ def answer(data: bytes | str, sizes: list[int] | None = None) -> tuple[str, bool
     p = LogParser()
     i = k = 0
     while sizes and i < len(data):
-        p.feed(data[i:i + sizes[k % len(sizes)]])
+        p.feed(data[i : i + sizes[k % len(sizes)]])
         i, k = i + sizes[k % len(sizes)], k + 1
     p.feed(data[i:])
     p.close()
@@ -56,8 +58,9 @@ def answer(data: bytes | str, sizes: list[int] | None = None) -> tuple[str, bool
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(NAMES), st.lists(st.integers(1, 400), min_size=1, max_size=5), st.booleans(), st.booleans())
-def test_corpus_answers_do_not_depend_on_chunking_or_the_last_newline(name: str, sizes: list[int], newline: bool,
-                                                                      crlf: bool) -> None:
+def test_corpus_answers_do_not_depend_on_chunking_or_the_last_newline(
+    name: str, sizes: list[int], newline: bool, crlf: bool
+) -> None:
     raw = (CORPUS / f"{name}.log").read_bytes().rstrip(b"\n")
     base = answer(raw + b"\n")
     data = raw + (b"\n" if newline else b"")
@@ -77,16 +80,25 @@ def restyle(text: str, style: str) -> str:
     if style == "time_only":
         return _HDR.sub(lambda m: f"[{m[4]}{m[5]}] ", text)
     if style == "pylogging":  # only the main process's records (no rank): a logging config of one's own
-        return _HDR.sub(lambda m: (f"{m[1]}-{m[2]}-{m[3]} {m[4]},250 [INFO] sglang.srt.entrypoints: " if not m[5]
-                                   else m[0]), text)
-    prefix = {"compose": "sglang-1  | ", "rfc3339": "2026-01-01T10:00:00.123456Z ", "ray": "(SGLangEngine pid=4242) ",
-              "ci": "[2026-01-01T10:00:00.702Z] ", "mpirun": "Thu Jan 23 11:55:50 2025[1,0]<stderr>:",
-              "custom": "gpu-node-7 >>> "}[style]  # a wrapper the parser has no pattern for: learnt from the headers
+        return _HDR.sub(
+            lambda m: f"{m[1]}-{m[2]}-{m[3]} {m[4]},250 [INFO] sglang.srt.entrypoints: " if not m[5] else m[0], text
+        )
+    prefix = {
+        "compose": "sglang-1  | ",
+        "rfc3339": "2026-01-01T10:00:00.123456Z ",
+        "ray": "(SGLangEngine pid=4242) ",
+        "ci": "[2026-01-01T10:00:00.702Z] ",
+        "mpirun": "Thu Jan 23 11:55:50 2025[1,0]<stderr>:",
+        "custom": "gpu-node-7 >>> ",
+    }[style]  # a wrapper the parser has no pattern for: learnt from the headers
     return "".join(prefix + line for line in text.splitlines(keepends=True))
 
 
 STYLES = ["ms", "no_year", "time_only", "pylogging", "compose", "rfc3339", "ray", "ci", "mpirun", "custom"]
-SOURCES = {f"synth-{u}": startup(2, until=u) for u in ("loading_weights", "kv_cache", "cuda_graph", "warming", "ready", "serving")}
+SOURCES = {
+    f"synth-{u}": startup(2, until=u)
+    for u in ("loading_weights", "kv_cache", "cuda_graph", "warming", "ready", "serving")
+}
 SOURCES |= {f"case-{i}-{c[0]}": c[1] for i, c in enumerate(CASES) if "[2026-" in c[1]}
 SOURCES |= {n: (CORPUS / f"{n}.log").read_text() for n in NAMES if _HDR.search((CORPUS / f"{n}.log").read_text())}
 SOURCES |= {f"sample-{p.name[:2]}": p.read_text() for p in all_samples()}

@@ -11,10 +11,17 @@ from .synth import startup
 
 
 @pytest.mark.parametrize("version", ["0.5.11", "0.5.23"])
-@pytest.mark.parametrize(("until", "phase"), [
-    ("loading_weights", Phase.LOADING_WEIGHTS), ("kv_cache", Phase.KV_CACHE), ("cuda_graph", Phase.CUDA_GRAPH),
-    ("warming", Phase.WARMING), ("ready", Phase.READY), ("serving", Phase.SERVING),
-])
+@pytest.mark.parametrize(
+    ("until", "phase"),
+    [
+        ("loading_weights", Phase.LOADING_WEIGHTS),
+        ("kv_cache", Phase.KV_CACHE),
+        ("cuda_graph", Phase.CUDA_GRAPH),
+        ("warming", Phase.WARMING),
+        ("ready", Phase.READY),
+        ("serving", Phase.SERVING),
+    ],
+)
 def test_every_phase_both_wordings(version: str, until: str, phase: Phase) -> None:
     s = parse_text(startup(2, version, until=until))
     assert s.phase is phase
@@ -43,7 +50,13 @@ def test_full_start_facts_timeline_and_secrets() -> None:
     assert (f.max_total_num_tokens, f.max_running_requests, f.context_len) == (400000, 4096, 40960)
     assert f.listen_url == "http://127.0.0.1:30000" and f.pid == 4242 and f.graph_mem_gib == 0.4
     assert "api_key" not in f.args and f.model_path == "/m/Qwen3-8B"
-    assert s.timeline == {"launching": 4.0, "loading_weights": 10.0, "kv_cache": 2.0, "cuda_graph": 11.0, "warming": 2.0}
+    assert s.timeline == {
+        "launching": 4.0,
+        "loading_weights": 10.0,
+        "kv_cache": 2.0,
+        "cuda_graph": 11.0,
+        "warming": 2.0,
+    }
     assert s.cold_start_s == 29.0
     assert s.stats.gen_throughput == 300.0 and s.stats.gen_throughput_avg == 200.0
     assert (s.stats.running_reqs, s.stats.queue_reqs, s.stats.token_usage, s.stats.num_tokens) == (3, 2, 0.05, 512)
@@ -71,7 +84,9 @@ def test_draft_model_phases() -> None:
 
 def test_dp_tp_prefixes_and_lines_returned_clean() -> None:
     p = LogParser()
-    lines = p.feed(b"[2026-01-01 10:00:00 DP1 TP3] Load weight begin. avail mem=10.00 GB\n\x1b[31m[2026-01-01 10:00:01] x\x1b[0m\n")
+    lines = p.feed(
+        b"[2026-01-01 10:00:00 DP1 TP3] Load weight begin. avail mem=10.00 GB\n\x1b[31m[2026-01-01 10:00:01] x\x1b[0m\n"
+    )
     assert lines == ["[2026-01-01 10:00:00 DP1 TP3] Load weight begin. avail mem=10.00 GB", "[2026-01-01 10:00:01] x"]
     s = p.snapshot()
     assert "DP1 TP3" in s.ranks and s.facts.tp_size == 4 and s.facts.dp_size == 2
@@ -82,7 +97,8 @@ def test_hybrid_usage_fields_and_input_throughput() -> None:
         "[2026-08-24 15:56:11] Decode batch, #running-req: 1, #full token: 704, full token usage: 0.10, mamba num: 3, "
         "mamba usage: 0.19, accept len: 5.15, accept rate: 0.59, cuda graph: True, gen throughput (token/s): 150.30, #queue-req: 0\n"
         "[2026-05-15 12:50:14] Prefill batch, #new-seq: 1, #new-token: 2048, #cached-token: 0, full token usage: 0.01, "
-        "swa token usage: 0.02, #running-req: 0, #queue-req: 0, input throughput (token/s): 46.36, cuda graph: False\n")
+        "swa token usage: 0.02, #running-req: 0, #queue-req: 0, input throughput (token/s): 46.36, cuda graph: False\n"
+    )
     st = s.stats
     assert st.usage == {"full token usage": 0.01, "swa token usage": 0.02} and st.token_usage == 0.02
     assert st.input_throughput == 46.36 and st.gen_throughput == 150.3 and st.accept_len == 5.15
@@ -90,38 +106,54 @@ def test_hybrid_usage_fields_and_input_throughput() -> None:
 
 
 def test_retraction_and_health_failures_are_not_crashes() -> None:
-    s = parse_text(startup(1) +
-                   "[2026-01-01 10:01:00] Decode out of memory happened. #retracted_reqs: 2, #new_token_ratio: 0.5 -> 1.0\n"
-                   "[2026-01-01 10:01:00] KV cache pool is full. Retract requests. #retracted_reqs: 3, #new_token_ratio: 0.7000 -> 1.0000\n"
-                   "[2026-01-01 10:01:01] Health check failed. Server couldn't get a response from detokenizer for last 20 "
-                   "seconds. tic start time: 10:00:41. last_heartbeat time: 10:00:40\n")
+    s = parse_text(
+        startup(1)
+        + "[2026-01-01 10:01:00] Decode out of memory happened. #retracted_reqs: 2, #new_token_ratio: 0.5 -> 1.0\n"
+        "[2026-01-01 10:01:00] KV cache pool is full. Retract requests. #retracted_reqs: 3, #new_token_ratio: 0.7000 -> 1.0000\n"
+        "[2026-01-01 10:01:01] Health check failed. Server couldn't get a response from detokenizer for last 20 "
+        "seconds. tic start time: 10:00:41. last_heartbeat time: 10:00:40\n"
+    )
     assert s.stats.retractions == 2 and s.stats.retracted_reqs == 5 and s.stats.health_check_failures == 1
     assert not s.crashed and s.phase is Phase.SERVING
     assert any(e.kind == "retraction" for e in s.events)
 
 
 def test_stopped_by_sigterm_and_port_conflict_crash() -> None:
-    s = parse_text(startup(1) + "[2026-01-01 10:02:00] SIGTERM received. signum=15 frame=None. Draining requests and shutting down...\n")
+    s = parse_text(
+        startup(1)
+        + "[2026-01-01 10:02:00] SIGTERM received. signum=15 frame=None. Draining requests and shutting down...\n"
+    )
     assert s.phase is Phase.STOPPED and not s.crashed
-    port = parse_text(startup(1, until="ready").replace("INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)",
-                      "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use"))
+    port = parse_text(
+        startup(1, until="ready").replace(
+            "INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)",
+            "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use",
+        )
+    )
     assert port.crashed and port.phase is Phase.CRASHED
 
 
 def test_asgi_exception_is_recoverable() -> None:
-    s = parse_text(startup(1) + "[2026-01-01 10:02:00] ERROR:    Exception in ASGI application\nTraceback (most recent call last):\n"
-                   '  File "x.py", line 1, in f\nValueError: bad request\n')
+    s = parse_text(
+        startup(1)
+        + "[2026-01-01 10:02:00] ERROR:    Exception in ASGI application\nTraceback (most recent call last):\n"
+        '  File "x.py", line 1, in f\nValueError: bad request\n'
+    )
     assert not s.crashed and s.phase is Phase.SERVING
 
 
 def test_traceback_then_progress_is_not_a_crash() -> None:
-    s = parse_text("Traceback (most recent call last):\n  File \"a.py\", line 1\nImportError: optional thing\n" + startup(1))
+    s = parse_text(
+        'Traceback (most recent call last):\n  File "a.py", line 1\nImportError: optional thing\n' + startup(1)
+    )
     assert not s.crashed and s.phase is Phase.SERVING
 
 
 def test_tqdm_then_header_on_one_physical_line() -> None:
-    s = parse_text("[2025-03-08 12:29:21 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=1.45 GB\n"
-                   "  0%|          | 0/13 [00:00<?, ?it/s][2025-03-08 12:29:21 TP1] Capture cuda graph begin. avail mem=1.45 GB\n")
+    s = parse_text(
+        "[2025-03-08 12:29:21 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=1.45 GB\n"
+        "  0%|          | 0/13 [00:00<?, ?it/s][2025-03-08 12:29:21 TP1] Capture cuda graph begin. avail mem=1.45 GB\n"
+    )
     assert s.ranks["TP1"].phase is Phase.CUDA_GRAPH and s.graphs is not None and s.graphs.as_tuple() == (0, 13)
 
 
@@ -147,7 +179,8 @@ def test_0523_dict_server_args_labelled_kv_and_draft_capture() -> None:
         "[2026-01-01 10:00:11 TP0] Capture target decode CUDA graph begin. backend=fa3, num_tokens_per_req=4, avail mem=20.00 GB\n"
         "[2026-01-01 10:00:15 TP0] Capture target decode CUDA graph end. bs=[1, 2], elapsed=4.00 s, mem usage=0.50 GB, avail mem=19.50 GB.\n"
         "[2026-01-01 10:00:16 TP0] Draft KV Cache is allocated. dtype: torch.bfloat16, #tokens: 100000, K size: 0.50 GB, V size: 0.50 GB\n"
-        "[2026-01-01 10:00:16 TP0] Capture draft decode CUDA graph begin. backend=fa3, num_tokens_per_req=1, avail mem=18.00 GB\n")
+        "[2026-01-01 10:00:16 TP0] Capture draft decode CUDA graph begin. backend=fa3, num_tokens_per_req=1, avail mem=18.00 GB\n"
+    )
     f = s.facts
     assert f.model_path == "/m/Qwen3.6-27B" and f.tp_size == 2 and f.speculative_algorithm == "EAGLE"
     assert "api_key" not in f.args and "hf_token" not in f.args
@@ -157,8 +190,10 @@ def test_0523_dict_server_args_labelled_kv_and_draft_capture() -> None:
 
 
 def test_log_ms_and_main_process_lines_do_not_make_ranks() -> None:
-    s = parse_text("[2026-01-01 10:00:00.100] Attention backend not specified. Use fa3 backend by default.\n"
-                   "[2026-01-01 10:00:00.900 TP1] Load weight begin. avail mem=10.00 GB\n")
+    s = parse_text(
+        "[2026-01-01 10:00:00.100] Attention backend not specified. Use fa3 backend by default.\n"
+        "[2026-01-01 10:00:00.900 TP1] Load weight begin. avail mem=10.00 GB\n"
+    )
     assert list(s.ranks) == ["TP1"] and s.first_ts is not None and s.last_ts is not None
     assert abs(s.last_ts - s.first_ts - 0.8) < 1e-6
 

@@ -35,8 +35,11 @@ def test_crlf_split_across_chunks_is_one_terminator() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.binary(max_size=300).map(lambda b: b.replace(b"x", b"\r").replace(b"y", b"\n")),
-       st.lists(st.integers(0, 300), max_size=12), st.integers(4, 64))
+@given(
+    st.binary(max_size=300).map(lambda b: b.replace(b"x", b"\r").replace(b"y", b"\n")),
+    st.lists(st.integers(0, 300), max_size=12),
+    st.integers(4, 64),
+)
 def test_any_chunking_same_lines(data: bytes, cuts: list[int], cap: int) -> None:
     assert split_all(data, cuts, cap) == split_all(data, [], cap)
 
@@ -59,7 +62,7 @@ def test_megabyte_line_is_capped_and_linear() -> None:
     out: list[str] = []
     big = b"z" * 1_000_000
     for i in range(0, len(big), 777):
-        out += sp.feed(big[i:i + 777])
+        out += sp.feed(big[i : i + 777])
     out += sp.feed(b"\nnext\n")
     assert time.perf_counter() - t0 < 1.0
     assert out == ["z" * 1000, "next"]
@@ -76,11 +79,13 @@ def test_header_plain_ms_and_ranks() -> None:
 
 
 def test_header_after_docker_kubectl_and_compose_prefixes() -> None:
-    for line in ("2025-11-01T16:50:36.123456789Z [2025-11-01 16:50:36 TP1] Load weight begin.",
-                 "sglang-1  | [2025-11-01 16:50:36 TP1] Load weight begin.",
-                 "[pod/sglang-0/server] [2025-11-01 16:50:36 TP1] Load weight begin."):
+    for line in (
+        "2025-11-01T16:50:36.123456789Z [2025-11-01 16:50:36 TP1] Load weight begin.",
+        "sglang-1  | [2025-11-01 16:50:36 TP1] Load weight begin.",
+        "[pod/sglang-0/server] [2025-11-01 16:50:36 TP1] Load weight begin.",
+    ):
         h = parse_header(line)
-        assert h is not None and h.ranks == "TP1" and line[h.end:] == "Load weight begin."
+        assert h is not None and h.ranks == "TP1" and line[h.end :] == "Load weight begin."
 
 
 def test_not_a_header() -> None:
@@ -89,8 +94,10 @@ def test_not_a_header() -> None:
 
 
 def test_pairs_generic_plain_swa_mamba() -> None:
-    p = parse_pairs("Decode batch, #running-req: 1, #full token: 704, full token usage: 0.00, mamba num: 3, "
-                    "mamba usage: 0.19, accept len: 5.15, cuda graph: True, gen throughput (token/s): 150.30, #queue-req: 0")
+    p = parse_pairs(
+        "Decode batch, #running-req: 1, #full token: 704, full token usage: 0.00, mamba num: 3, "
+        "mamba usage: 0.19, accept len: 5.15, cuda graph: True, gen throughput (token/s): 150.30, #queue-req: 0"
+    )
     assert p["mamba usage"] == "0.19" and p["#full token"] == "704" and p["gen throughput (token/s)"] == "150.30"
     old = parse_pairs("Prefill batch. #new-seq: 1, #new-token: 7, cache hit rate: 2.04%, #queue-req: 0, ")
     assert old["#new-seq"] == "1" and old["cache hit rate"] == "2.04%" and old["#queue-req"] == "0"

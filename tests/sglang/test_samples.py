@@ -13,16 +13,35 @@ from console.sglang.phase import Phase
 from .samples import all_samples, sample
 
 EXPECTED = {
-    "01": ("serving", None), "02": ("ready", None), "03": ("stopped", None), "04": ("serving", None),
-    "05": ("serving", None), "06": ("serving", None), "07": ("serving", None), "08": ("serving", None),
-    "09": ("serving", None), "10": ("serving", None), "11": ("kv_cache", None),
-    "12": ("crashed", "mamba_radix_cache_incompatible"), "13": ("serving", None),
-    "14": ("crashed", "cuda_oom_cuda_graph"), "15": ("crashed", "unsupported_gpu_arch"),
-    "16": ("crashed", "kernel_missing"), "17": ("crashed", "unknown"), "19": ("crashed", "nccl_error"),
-    "20": ("crashed", "cuda_oom_runtime"), "21": ("crashed", "kernel_compile_error"), "22": ("cuda_graph", None),
-    "23": ("launching", None), "24": ("serving", None), "25": ("cuda_graph", None),
-    "26": ("crashed", "kernel_compile_error"), "27": ("crashed", "cuda_oom_weights"),
-    "28": ("crashed", "multinode_rank_load_failure"), "29": ("cuda_graph", None), "30": ("ready", None),
+    "01": ("serving", None),
+    "02": ("ready", None),
+    "03": ("stopped", None),
+    "04": ("serving", None),
+    "05": ("serving", None),
+    "06": ("serving", None),
+    "07": ("serving", None),
+    "08": ("serving", None),
+    "09": ("serving", None),
+    "10": ("serving", None),
+    "11": ("kv_cache", None),
+    "12": ("crashed", "mamba_radix_cache_incompatible"),
+    "13": ("serving", None),
+    "14": ("crashed", "cuda_oom_cuda_graph"),
+    "15": ("crashed", "unsupported_gpu_arch"),
+    "16": ("crashed", "kernel_missing"),
+    "17": ("crashed", "unknown"),
+    "19": ("crashed", "nccl_error"),
+    "20": ("crashed", "cuda_oom_runtime"),
+    "21": ("crashed", "kernel_compile_error"),
+    "22": ("cuda_graph", None),
+    "23": ("launching", None),
+    "24": ("serving", None),
+    "25": ("cuda_graph", None),
+    "26": ("crashed", "kernel_compile_error"),
+    "27": ("crashed", "cuda_oom_weights"),
+    "28": ("crashed", "multinode_rank_load_failure"),
+    "29": ("cuda_graph", None),
+    "30": ("ready", None),
 }
 
 
@@ -75,9 +94,24 @@ def test_sample_facts() -> None:
 
 def _view(s: object) -> tuple:
     from console.sglang.logstate import LogSummary
+
     assert isinstance(s, LogSummary)
-    return (s.phase, s.draft, s.shards, s.draft_shards, s.graphs, s.facts, s.stats, s.timeline, s.crashed,
-            s.crash, s.errors, s.lines, s.tail, [(e.kind, e.text) for e in s.events])
+    return (
+        s.phase,
+        s.draft,
+        s.shards,
+        s.draft_shards,
+        s.graphs,
+        s.facts,
+        s.stats,
+        s.timeline,
+        s.crashed,
+        s.crash,
+        s.errors,
+        s.lines,
+        s.tail,
+        [(e.kind, e.text) for e in s.events],
+    )
 
 
 _BLOBS = {p.name[:2]: p.read_bytes() for p in all_samples()}
@@ -88,7 +122,7 @@ def _parse_chunked(data: bytes | str, sizes: list[int]) -> LogParser:
     i = k = 0
     while i < len(data):
         n = sizes[k % len(sizes)]
-        p.feed(data[i:i + n])
+        p.feed(data[i : i + n])
         i += n
         k += 1
     p.close()

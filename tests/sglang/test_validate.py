@@ -12,7 +12,7 @@ import pytest
 from console.config import parse_fleet
 from console.sglang.validate import findings_from_result, validation_commands
 
-FAKE_SERVER_ARGS = '''
+FAKE_SERVER_ARGS = """
 import argparse, logging, os
 logging.basicConfig(format="[%(asctime)s] %(message)s")
 def prepare_server_args(argv):
@@ -30,7 +30,7 @@ def prepare_server_args(argv):
     if os.environ.get("CUDA_VISIBLE_DEVICES") == "7":
         raise RuntimeError("No accelerator (CUDA, XPU, HPU, NPU, MUSA, MPS) is available.")
     return a
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +87,19 @@ def test_bare_assertion_names_the_line(fake_sglang: Path) -> None:
 
 
 def test_adjustment_warning_and_env(fake_sglang: Path) -> None:
-    rc, out, err = run_validator(fake_sglang, ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3",
-                                               "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "8"])
+    rc, out, err = run_validator(
+        fake_sglang,
+        [
+            "--speculative-algorithm",
+            "EAGLE",
+            "--speculative-num-steps",
+            "3",
+            "--speculative-eagle-topk",
+            "1",
+            "--speculative-num-draft-tokens",
+            "8",
+        ],
+    )
     fs = findings_from_result("p", rc, out, err)
     assert rc == 0 and [f.severity for f in fs] == ["warning"] and "adjusted" in fs[0].message
     rc, out, err = run_validator(fake_sglang, [], gpus="[7]")

@@ -69,9 +69,18 @@ def sim(tmp_path: Path):
     sim_down(root, timeout=3)
 
 
-def launch(hosts_toml: Path, preset: str, *, args: list[str] | None = None, drop: tuple[str, ...] = (),
-           env: dict[str, str] | None = None, gpus: list[int] | None = None, model: str | None = None,
-           port: int | None = None, update: dict | None = None) -> Launched:
+def launch(
+    hosts_toml: Path,
+    preset: str,
+    *,
+    args: list[str] | None = None,
+    drop: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    gpus: list[int] | None = None,
+    model: str | None = None,
+    port: int | None = None,
+    update: dict | None = None,
+) -> Launched:
     """Launch a preset exactly as the console would: plan_launch's command, run by /bin/sh."""
     fleet = load_fleet(hosts_toml)
     p = fleet.presets[preset]
@@ -105,6 +114,10 @@ def _takes_value(flag: str) -> bool:
 
 
 def smi(host_dir: Path, *args: str, timeout: float = 10) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(host_dir / "bin" / "nvidia-smi"), *args], capture_output=True, text=True,
-                          timeout=timeout, env={"PATH": "/usr/bin:/bin", **({"HOME": os.environ["HOME"]}
-                                                                              if "HOME" in os.environ else {})})
+    return subprocess.run(
+        [str(host_dir / "bin" / "nvidia-smi"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={"PATH": "/usr/bin:/bin", **({"HOME": os.environ["HOME"]} if "HOME" in os.environ else {})},
+    )

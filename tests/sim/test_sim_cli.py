@@ -19,8 +19,9 @@ from .conftest import free_port, launch
 
 
 def _run(plan_argv: list[str], env: dict[str, str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(plan_argv, env={"PATH": "/usr/bin:/bin", **env}, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        plan_argv, env={"PATH": "/usr/bin:/bin", **env}, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_sim_up_is_idempotent_and_check_prints_runnable_commands(tmp_path: Path, capsys) -> None:
@@ -65,5 +66,4 @@ def test_sim_down_stops_everything(sim) -> None:
     assert sim_down(root) >= 3  # main + two ranks
     s.wait_gone(5)
     time.sleep(0.1)
-    assert not any(os.path.exists(f"/proc/{p}") and open(f"/proc/{p}/stat").read().split()[2] != "Z"
-                   for p in [s.pid])
+    assert not any(os.path.exists(f"/proc/{p}") and open(f"/proc/{p}/stat").read().split()[2] != "Z" for p in [s.pid])

@@ -17,11 +17,14 @@ def test_config_keys_go_first_and_the_command_line_wins(tmp_path: Path) -> None:
     assert merge_config(["--model-path", "/m"]) == ["--model-path", "/m"]
 
 
-@pytest.mark.parametrize(("name", "text", "error"), [
-    ("c.json", "{}", "Config file must be YAML format, got: .json"),
-    ("missing.yaml", None, "Config file not found"),
-    ("list.yaml", "[1, 2]", "Config file must contain a dictionary at root level"),
-])
+@pytest.mark.parametrize(
+    ("name", "text", "error"),
+    [
+        ("c.json", "{}", "Config file must be YAML format, got: .json"),
+        ("missing.yaml", None, "Config file not found"),
+        ("list.yaml", "[1, 2]", "Config file must contain a dictionary at root level"),
+    ],
+)
 def test_config_errors_are_sglangs(tmp_path: Path, name: str, text: str | None, error: str) -> None:
     p = tmp_path / name
     if text is not None:

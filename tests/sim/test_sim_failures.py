@@ -52,8 +52,10 @@ def test_model_path_missing(sim) -> None:
     _root, hosts = sim
     s = launch(hosts, "qwen36-mtp", model="/nonexistent/Qwen3.6-27B")
     s.wait_gone()
-    assert _last_line(s.text()) == ("OSError: Incorrect path_or_model_id: '/nonexistent/Qwen3.6-27B'. Please provide either "
-                                    "the path to a local folder or the repo_id of a model on the Hub.")
+    assert _last_line(s.text()) == (
+        "OSError: Incorrect path_or_model_id: '/nonexistent/Qwen3.6-27B'. Please provide either "
+        "the path to a local folder or the repo_id of a model on the Hub."
+    )
 
 
 def test_kv_pool_not_fitting(sim) -> None:
@@ -73,8 +75,12 @@ def test_oom_in_cuda_graph_capture(sim) -> None:
     s = launch(hosts, "qwen36-mtp", args=["--mem-fraction-static", "0.999"])
     s.wait_gone()
     text = s.text()
-    assert re.search(r"^Exception: Capture cuda graph failed: CUDA out of memory\. Tried to allocate [\d.]+ MiB\. GPU \d has "
-                     r"a total capacity of 47\.99 GiB of which [\d.]+ MiB is free\.", text, re.M)
+    assert re.search(
+        r"^Exception: Capture cuda graph failed: CUDA out of memory\. Tried to allocate [\d.]+ MiB\. GPU \d has "
+        r"a total capacity of 47\.99 GiB of which [\d.]+ MiB is free\.",
+        text,
+        re.M,
+    )
     assert CAPTURE_FAILED_MSG in text and "Capture cuda graph begin." in text
     assert re.search(SIGQUIT_LAUNCH, text, re.M)
 
@@ -84,8 +90,12 @@ def test_weights_not_fitting_one_gpu(sim) -> None:
     s = launch(hosts, "qwen36-mtp", update={"gpus": [0], "tp": 1})  # 27B bf16 on one 48 GB A6000
     s.wait_gone()
     assert "tp_size=1," in s.text()
-    assert re.search(r"^torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate [\d.]+ GiB\. GPU 0 has a total "
-                     r"capacity of 47\.99 GiB", s.text(), re.M)
+    assert re.search(
+        r"^torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate [\d.]+ GiB\. GPU 0 has a total "
+        r"capacity of 47\.99 GiB",
+        s.text(),
+        re.M,
+    )
 
 
 def test_other_process_holding_vram_unbalances_tp(sim) -> None:
@@ -98,8 +108,12 @@ def test_other_process_holding_vram_unbalances_tp(sim) -> None:
         hog.kill()
         hog.wait()
     text = s.text()
-    assert re.search(r"^RuntimeError: The memory capacity is unbalanced\. Some GPUs may be occupied by other processes\. "
-                     r"pre_model_load_memory=[\d.]+, local_gpu_memory=[\d.]+, local_gpu_memory \* 0\.9=[\d.]+$", text, re.M)
+    assert re.search(
+        r"^RuntimeError: The memory capacity is unbalanced\. Some GPUs may be occupied by other processes\. "
+        r"pre_model_load_memory=[\d.]+, local_gpu_memory=[\d.]+, local_gpu_memory \* 0\.9=[\d.]+$",
+        text,
+        re.M,
+    )
     assert re.search(rf"^\[{TS} TP0\] Scheduler hit an exception", text, re.M)  # the rank that is not occupied
 
 
@@ -112,9 +126,13 @@ def test_port_taken_fails_after_loading(sim) -> None:
         s = launch(hosts, "qwen36-mtp", port=port)
         s.wait_gone(20)
     text = s.text()
-    order = [r"Capture cuda graph end", r"INFO:     Application startup complete\.",
-             rf"ERROR:    \[Errno 98\] error while attempting to bind on address \('127\.0\.0\.1', {port}\): address "
-             r"already in use", r"INFO:     Waiting for application shutdown\."]
+    order = [
+        r"Capture cuda graph end",
+        r"INFO:     Application startup complete\.",
+        rf"ERROR:    \[Errno 98\] error while attempting to bind on address \('127\.0\.0\.1', {port}\): address "
+        r"already in use",
+        r"INFO:     Waiting for application shutdown\.",
+    ]
     pos = 0
     for p in order:
         m = re.compile(p).search(text, pos)
@@ -131,15 +149,25 @@ def test_sigterm_drains_then_exits(sim) -> None:
     import signal
     import threading
 
-    t = threading.Thread(target=lambda: httpx.post(f"{s.url}/generate", timeout=30, json={
-        "text": "hi", "sampling_params": {"max_new_tokens": 20, "ignore_eos": True}}), daemon=True)
+    t = threading.Thread(
+        target=lambda: httpx.post(
+            f"{s.url}/generate",
+            timeout=30,
+            json={"text": "hi", "sampling_params": {"max_new_tokens": 20, "ignore_eos": True}},
+        ),
+        daemon=True,
+    )
     t.start()
     s.wait(r"Prefill batch, #new-seq: 1, #new-token: 1,")
     os.killpg(s.pid, signal.SIGTERM)  # what the console does: SIGTERM to the server's session
-    s.wait(rf"^\[{TS}\] SIGTERM received\. signum=15 frame=<frame at 0x[0-9a-f]+, .*>\. Draining requests and shutting "
-           r"down\.\.\.$")
-    s.wait(rf"^\[{TS}\] Gracefully exiting\.\.\. Remaining number of requests 1\. Remaining requests "
-           r"remaining_rids=\['[0-9a-f]{32}'\]\.$")
+    s.wait(
+        rf"^\[{TS}\] SIGTERM received\. signum=15 frame=<frame at 0x[0-9a-f]+, .*>\. Draining requests and shutting "
+        r"down\.\.\.$"
+    )
+    s.wait(
+        rf"^\[{TS}\] Gracefully exiting\.\.\. Remaining number of requests 1\. Remaining requests "
+        r"remaining_rids=\['[0-9a-f]{32}'\]\.$"
+    )
     s.wait_gone(20)
     assert smi(_root / "blackwell", "--query-compute-apps=pid", "--format=csv,noheader").stdout == ""
 
@@ -153,7 +181,9 @@ def test_injected_crashes_at_runtime_and_during_load(sim) -> None:
     text = s.text()
     assert re.search(rf"^\[{TS}\] Scheduler hit an exception: Traceback", text, re.M)
     assert "torch.AcceleratorError: CUDA error: device-side assert triggered" in text
-    assert re.search(rf"^\[{TS}\] SIGQUIT received\. signum=\d+, frame=.*\. It usually means one child failed\.$", text, re.M)
+    assert re.search(
+        rf"^\[{TS}\] SIGQUIT received\. signum=\d+, frame=.*\. It usually means one child failed\.$", text, re.M
+    )
     # Crash during weight loading: the command waits for the phase.
     port2 = s.port + 1 if s.port < 65000 else s.port - 1
     inject(root / "ct129", port2, "crash", kind="nccl", phase="weights")
@@ -218,6 +248,9 @@ def test_control_changes_token_rate(sim) -> None:
     inject(root / "blackwell", s.pid, "slow", factor=4.0)  # by pid works too
     time.sleep(0.3)
     t0 = time.monotonic()
-    httpx.post(f"{s.url}/generate", json={"text": "hi", "sampling_params": {"max_new_tokens": 10, "ignore_eos": True}},
-               timeout=30)
+    httpx.post(
+        f"{s.url}/generate",
+        json={"text": "hi", "sampling_params": {"max_new_tokens": 10, "ignore_eos": True}},
+        timeout=30,
+    )
     assert time.monotonic() - t0 > 10 * (1 + 16) / (1000 / 4) * 0.8  # per-request rate P/(C+H), slowed 4x

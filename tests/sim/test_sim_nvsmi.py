@@ -19,12 +19,29 @@ from tests.patience import patient
 from .conftest import SAMPLES, smi
 
 NV = SAMPLES / "nvidia-smi"
-H200 = SimHostSpec(name="h200", driver_version="580.159.04", cuda_version="13.0", models=[], gpus=[GpuSpec(
-    name="NVIDIA H200", memory_mib=143771, uuid="GPU-4c23b9da-4dff-5472-7f9c-3d31521d0cd8",
-    pci_bus_id="00000000:00:06.0", power_limit_w=700.0, idle_power_w=96.8, sm_clock_max=1980, fan=False,
-    persistence="On")])
-FIELDS = ("index,uuid,name,pci.bus_id,memory.used,memory.total,memory.free,utilization.gpu,utilization.memory,"
-          "temperature.gpu,power.draw,power.limit,clocks.sm")
+H200 = SimHostSpec(
+    name="h200",
+    driver_version="580.159.04",
+    cuda_version="13.0",
+    models=[],
+    gpus=[
+        GpuSpec(
+            name="NVIDIA H200",
+            memory_mib=143771,
+            uuid="GPU-4c23b9da-4dff-5472-7f9c-3d31521d0cd8",
+            pci_bus_id="00000000:00:06.0",
+            power_limit_w=700.0,
+            idle_power_w=96.8,
+            sm_clock_max=1980,
+            fan=False,
+            persistence="On",
+        )
+    ],
+)
+FIELDS = (
+    "index,uuid,name,pci.bus_id,memory.used,memory.total,memory.free,utilization.gpu,utilization.memory,"
+    "temperature.gpu,power.draw,power.limit,clocks.sm"
+)
 
 
 @pytest.fixture
@@ -89,7 +106,9 @@ def test_table_rows_match_blackwell_and_a6000_samples(tmp_path: Path) -> None:
     real_a6 = _sample("01-rtx-a6000-table-with-processes.txt")
     assert a6[2] == real_a6[2]
     assert a6[4:8] == real_a6[4:8]
-    assert re.fullmatch(r"\|   0  NVIDIA RTX A6000               Off \|   00000000:[0-9A-F]{2}:00\.0 Off \|  +Off \|", a6[8])
+    assert re.fullmatch(
+        r"\|   0  NVIDIA RTX A6000               Off \|   00000000:[0-9A-F]{2}:00\.0 Off \|  +Off \|", a6[8]
+    )
 
 
 def test_processes_memory_and_liveness(ct129: Path) -> None:
@@ -128,14 +147,24 @@ def test_utilisation_drives_power_and_temperature(ct129: Path) -> None:
 
 
 def test_loop_ms_prints_header_once_and_flushes(ct129: Path) -> None:
-    p = subprocess.Popen([str(ct129 / "bin/nvidia-smi"), "--query-gpu=index,memory.used,utilization.gpu,power.draw",
-                          "--format=csv", "-lms", "100"], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            str(ct129 / "bin/nvidia-smi"),
+            "--query-gpu=index,memory.used,utilization.gpu,power.draw",
+            "--format=csv",
+            "-lms",
+            "100",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout is not None
     got = [p.stdout.readline() for _ in range(7)]
     p.kill()
     p.wait()
-    assert got[0].startswith("index, memory.used [MiB]") and all(re.match(r"[01], \d+ MiB, \d+ %, [\d.]+ W", g)
-                                                                  for g in got[1:])
+    assert got[0].startswith("index, memory.used [MiB]") and all(
+        re.match(r"[01], \d+ MiB, \d+ %, [\d.]+ W", g) for g in got[1:]
+    )
 
 
 def test_faults_missing_garbage_driver_hang(ct129: Path) -> None:

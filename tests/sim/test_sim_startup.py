@@ -59,7 +59,7 @@ def _in_order(text: str, patterns: list[str]) -> None:
     pos = 0
     for p in patterns:
         m = re.compile(p, re.M).search(text, pos)
-        assert m, f"{p!r} not found after offset {pos}:\n{text[pos:pos + 1500]}"
+        assert m, f"{p!r} not found after offset {pos}:\n{text[pos : pos + 1500]}"
         pos = m.end()
 
 
@@ -88,8 +88,14 @@ def test_tp2_speculative_startup_sequence_and_vram(sim) -> None:
     text = s.text()
     _in_order(text, ORDER_SPEC)
     for r in (0, 1):  # every TP rank logs its own per-rank lines
-        for phrase in ("Init torch distributed begin.", "Load weight end.", "KV Cache is allocated.", "Memory pool end.",
-                       "Capture cuda graph end.", "Capture draft cuda graph end."):
+        for phrase in (
+            "Init torch distributed begin.",
+            "Load weight end.",
+            "KV Cache is allocated.",
+            "Memory pool end.",
+            "Capture cuda graph end.",
+            "Capture draft cuda graph end.",
+        ):
             assert re.search(rf"^\[{TS} TP{r}\] {re.escape(phrase)}", text, re.M), (r, phrase)
     assert not re.search(rf"^\[{TS} TP1\] (max_total_num_tokens|Capture cuda graph bs)", text, re.M)  # rank0 only
     assert "\r" in text and text.count("Multi-thread loading shards:") >= 16
@@ -100,8 +106,11 @@ def test_tp2_speculative_startup_sequence_and_vram(sim) -> None:
     apps = smi(host, "--query-compute-apps=pid,gpu_uuid,process_name,used_memory", "--format=csv,noheader").stdout
     pids = [int(ln.split(", ")[0]) for ln in apps.splitlines()]
     assert sorted(ln.split(", ")[2] for ln in apps.splitlines()) == ["sglang::scheduler_TP0", "sglang::scheduler_TP1"]
-    ps = subprocess.run(["ps", "-ww", "-o", "pid=,ppid=,sid=,args=", "-p", ",".join(map(str, [s.pid, *pids]))],
-                        capture_output=True, text=True).stdout.split("\n")
+    ps = subprocess.run(
+        ["ps", "-ww", "-o", "pid=,ppid=,sid=,args=", "-p", ",".join(map(str, [s.pid, *pids]))],
+        capture_output=True,
+        text=True,
+    ).stdout.split("\n")
     rows = {int(r.split()[0]): r.split() for r in ps if r.strip()}
     assert {rows[p][2] for p in rows} == {str(s.pid)}  # one session, led by the launched server
     assert all(rows[p][1] == str(s.pid) and rows[p][3].startswith("sglang::scheduler_TP") for p in pids)
@@ -111,9 +120,13 @@ def test_tp2_speculative_startup_sequence_and_vram(sim) -> None:
     info = httpx.get(f"{s.url}/server_info", timeout=5).json()
     assert info["version"] == "0.5.11" and info["internal_states"][0]["avg_spec_accept_length"] > 1
     assert httpx.get(f"{s.url}/metrics", timeout=5).status_code == 404  # no --enable-metrics
-    assert httpx.get(f"{s.url}/get_model_info", timeout=5).json()["architectures"] == ["Qwen3_5ForConditionalGeneration"]
-    s.wait(r"Endpoint '/get_model_info' is deprecated and will be removed in a future version\. Please use '/model_info' "
-           r"instead\.")
+    assert httpx.get(f"{s.url}/get_model_info", timeout=5).json()["architectures"] == [
+        "Qwen3_5ForConditionalGeneration"
+    ]
+    s.wait(
+        r"Endpoint '/get_model_info' is deprecated and will be removed in a future version\. Please use '/model_info' "
+        r"instead\."
+    )
 
 
 def test_tp1_has_no_rank_prefix_and_health_503_until_warmup(sim) -> None:
@@ -132,8 +145,12 @@ def test_tp1_has_no_rank_prefix_and_health_503_until_warmup(sim) -> None:
     assert 200 in codes
     text = s.text()
     assert not re.search(r"^\[[^\]]* TP\d\]", text, re.M)
-    assert re.search(rf"^\[{TS}\] Load weight end\. elapsed=\d+\.\d\d s, type=Qwen3_5ForConditionalGeneration, avail mem="
-                     r"\d+\.\d\d GB, mem usage=51\.8\d GB\.$", text, re.M)
+    assert re.search(
+        rf"^\[{TS}\] Load weight end\. elapsed=\d+\.\d\d s, type=Qwen3_5ForConditionalGeneration, avail mem="
+        r"\d+\.\d\d GB, mem usage=51\.8\d GB\.$",
+        text,
+        re.M,
+    )
     assert re.search(rf"^\[{TS}\] Capture cuda graph bs \[1, 2, 4, 8, 12, 16, 24, ", text, re.M)
 
 
@@ -142,23 +159,38 @@ def test_sglang_0523_wording(tmp_path) -> None:
     from console.sim.spec import BLACKWELL_SPEC
 
     root = tmp_path / "v23"
-    hosts = sim_up(root, hosts=["blackwell"], time_scale=0.04,
-                   specs={"blackwell": BLACKWELL_SPEC.with_(sglang_version="0.5.23")})
+    hosts = sim_up(
+        root, hosts=["blackwell"], time_scale=0.04, specs={"blackwell": BLACKWELL_SPEC.with_(sglang_version="0.5.23")}
+    )
     try:
         bad = launch(hosts, "qwen36-bench")  # --mamba-scheduler-strategy is gone in 0.5.23
         bad.wait_gone()
         assert "sglang serve: error: unrecognized arguments: --mamba-scheduler-strategy extra_buffer" in bad.text()
-        s = launch(hosts, "qwen36-bench", drop=("--mamba-scheduler-strategy",),
-                   args=["--mamba-radix-cache-strategy", "extra_buffer"])
+        s = launch(
+            hosts,
+            "qwen36-bench",
+            drop=("--mamba-scheduler-strategy",),
+            args=["--mamba-radix-cache-strategy", "extra_buffer"],
+        )
         s.wait("fired up", 30)
         text = s.text()
         assert "launch_server.py:71: UserWarning:" in text
         assert re.search(rf"^\[{TS}\] server_args=\{{'model_path': '", text, re.M)
-        assert re.search(rf"^\[{TS}\] KV Cache is allocated\. dtype: torch\.bfloat16, #tokens: \d+, K size: ", text, re.M)
-        assert re.search(rf"^\[{TS}\] Capture target decode CUDA graph begin\. backend=\w+, num_tokens_per_req=1, avail "
-                         r"mem=\d+\.\d\d GB$", text, re.M)
-        assert re.search(rf"^\[{TS}\] Capture target decode CUDA graph end\. bs=\[1, 2, 4, [\d, ]+\], elapsed=\d+\.\d\d s, "
-                         r"mem usage=\d+\.\d\d GB, avail mem=\d+\.\d\d GB\.$", text, re.M)
+        assert re.search(
+            rf"^\[{TS}\] KV Cache is allocated\. dtype: torch\.bfloat16, #tokens: \d+, K size: ", text, re.M
+        )
+        assert re.search(
+            rf"^\[{TS}\] Capture target decode CUDA graph begin\. backend=\w+, num_tokens_per_req=1, avail "
+            r"mem=\d+\.\d\d GB$",
+            text,
+            re.M,
+        )
+        assert re.search(
+            rf"^\[{TS}\] Capture target decode CUDA graph end\. bs=\[1, 2, 4, [\d, ]+\], elapsed=\d+\.\d\d s, "
+            r"mem usage=\d+\.\d\d GB, avail mem=\d+\.\d\d GB\.$",
+            text,
+            re.M,
+        )
         assert httpx.get(f"{s.url}/ready", timeout=5).status_code == 200
         assert httpx.get(f"{s.url}/server_info", timeout=5).json()["frontend"] == "python"
     finally:

@@ -13,11 +13,14 @@ ROOT = Path(__file__).resolve().parents[2] / "console"
 
 RANK = {
     "": 0,  # console/*.py: config, masking, remote_text, hostjson, linecap, tomlpos
-    "gpu": 1, "sglang": 1, "sim": 1,
+    "gpu": 1,
+    "sglang": 1,
+    "sim": 1,
     "transport": 2,  # its HTTP pool reads with sglang.httpbound's bounds
     "fleet": 3,
     "router": 4,
-    "ui": 5, "serve": 5,
+    "ui": 5,
+    "serve": 5,
     "commands": 6,
     "cli": 7,  # console/cli.py and console/__main__.py
 }
@@ -80,8 +83,10 @@ def test_leaves_import_nothing_of_the_console() -> None:
 def test_the_checker_sees_a_back_arrow(tmp_path: Path) -> None:
     """The walk finds imports inside functions and TYPE_CHECKING blocks (where the old back-arrows hid)."""
     f = tmp_path / "m.py"
-    f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from console.ui.app import DflashApp\n"
-                 "def f():\n    import console.commands.bench\n")
+    f.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from console.ui.app import DflashApp\n"
+        "def f():\n    import console.commands.bench\n"
+    )
     assert [t for _, t in imports(f)] == ["console.ui.app", "console.commands.bench"]
     assert RANK[layer("console.ui.app")] > RANK[layer("console.fleet.state")]
     assert layer("console.config") == "" and layer("console.cli") == "cli"

@@ -20,8 +20,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _fingerprint(host: SshTestHost) -> str:
-    out = subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", f"{host.host_key}.pub"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["ssh-keygen", "-l", "-E", "sha256", "-f", f"{host.host_key}.pub"], capture_output=True, text=True, check=True
+    ).stdout
     return out.split()[1]
 
 
@@ -119,9 +120,12 @@ def test_known_hosts_pattern_uses_brackets_off_port_22() -> None:
 
 
 def test_host_key_checking_is_never_disabled_in_the_code_base() -> None:
-    offenders = [f"{p}:{i}" for p in (REPO / "console").rglob("*.py")
-                 for i, line in enumerate(p.read_text().splitlines(), 1)
-                 if re.search(r"known_hosts\s*=\s*None", line)]
+    offenders = [
+        f"{p}:{i}"
+        for p in (REPO / "console").rglob("*.py")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"known_hosts\s*=\s*None", line)
+    ]
     assert offenders == []
 
 

@@ -34,8 +34,9 @@ def _echo(t: SshTransport) -> str:
     return asyncio.run(go())
 
 
-def test_missing_named_known_hosts_is_an_error_not_a_fallback(ssh_host: SshTestHost, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_missing_named_known_hosts_is_an_error_not_a_fallback(
+    ssh_host: SshTestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     """The host's key sits in ~/.ssh/known_hosts and in the console's trust file; the file hosts.toml names
     does not exist: the connection is refused, naming host and file, instead of trusting those others."""
     home = tmp_path / "home"
@@ -67,13 +68,16 @@ def _jump_config(tmp_path: Path, bastion: SshTestHost, monkeypatch: pytest.Monke
     """ssh config for the bastion: its port and key, and `UserKnownHostsFile none` (which asyncssh reads
     as: check nothing)."""
     cfg = tmp_path / "jump_config"
-    cfg.write_text(f"Host {bastion.address}\n  Port {bastion.port}\n  User {bastion.user}\n"
-                   f"  IdentityFile {bastion.client_key}\n  UserKnownHostsFile none\n")
+    cfg.write_text(
+        f"Host {bastion.address}\n  Port {bastion.port}\n  User {bastion.user}\n"
+        f"  IdentityFile {bastion.client_key}\n  UserKnownHostsFile none\n"
+    )
     monkeypatch.setenv("DFLASH_SSH_CONFIG", str(cfg))
 
 
-def test_unknown_bastion_is_refused_even_with_known_hosts_none(ssh_host_factory, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_bastion_is_refused_even_with_known_hosts_none(
+    ssh_host_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bastion, target = ssh_host_factory("bastion"), ssh_host_factory("inner")
     _jump_config(tmp_path, bastion, monkeypatch)
     t = SshTransport("inner", target.host_config(proxy_jump=bastion.address))
@@ -85,8 +89,9 @@ def test_unknown_bastion_is_refused_even_with_known_hosts_none(ssh_host_factory,
     assert not target.session_pids()  # nothing reached the target through an unchecked bastion
 
 
-def test_bastion_named_only_in_ssh_config_is_checked(ssh_host_factory, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bastion_named_only_in_ssh_config_is_checked(
+    ssh_host_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """ProxyJump from ssh config (not hosts.toml) goes through the same check."""
     bastion, target = ssh_host_factory("bastion"), ssh_host_factory("inner")
     _jump_config(tmp_path, bastion, monkeypatch)
@@ -111,28 +116,34 @@ def test_changed_bastion_key_is_refused(ssh_host_factory, tmp_path: Path, monkey
     assert ei.value.changed and "HOST KEY CHANGED" in str(ei.value) and "bastion" in str(ei.value)
 
 
-def test_trust_adds_the_bastion_then_the_target(ssh_host_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys) -> None:
+def test_trust_adds_the_bastion_then_the_target(
+    ssh_host_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     bastion, target = ssh_host_factory("bastion"), ssh_host_factory("inner")
     _jump_config(tmp_path, bastion, monkeypatch)
     empty = tmp_path / "empty_known_hosts"
     empty.write_text("")
     toml = tmp_path / "hosts.toml"
-    toml.write_text(target.hosts_toml_section("inner").replace(str(target.known_hosts), str(empty))
-                    + f'proxy_jump = "{bastion.address}"\n')
+    toml.write_text(
+        target.hosts_toml_section("inner").replace(str(target.known_hosts), str(empty))
+        + f'proxy_jump = "{bastion.address}"\n'
+    )
     assert main(["--hosts", str(toml), "trust", "inner", "--yes"]) == 0
     out = capsys.readouterr().out
     assert out.index("bastion") < out.index("host inner")
-    assert console_known_hosts().read_text().splitlines() == [f"{bastion.pattern} {_key(bastion)}",
-                                                              f"{target.pattern} {_key(target)}"]
+    assert console_known_hosts().read_text().splitlines() == [
+        f"{bastion.pattern} {_key(bastion)}",
+        f"{target.pattern} {_key(target)}",
+    ]
     t = SshTransport("inner", target.host_config(proxy_jump=bastion.address, known_hosts=str(empty)))
     assert _echo(t) == "inner\n"
     assert main(["--hosts", str(toml), "trust", "inner", "--yes"]) == 0
     assert "already trusted" in capsys.readouterr().out
 
 
-def test_trust_declining_the_bastion_adds_nothing(ssh_host_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys) -> None:
+def test_trust_declining_the_bastion_adds_nothing(
+    ssh_host_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     import io
 
     bastion, target = ssh_host_factory("bastion"), ssh_host_factory("inner")

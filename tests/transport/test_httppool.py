@@ -56,8 +56,9 @@ async def pool() -> AsyncIterator[HostHttpPool]:
 async def test_polls_of_one_host_reuse_one_connection(pool: HostHttpPool) -> None:
     async with CountingServer() as srv:
         for _ in range(5):
-            r, body = await get_retrying_stale(pool.client("gpu1"), f"http://127.0.0.1:{srv.port}/health",
-                                               deadline_s=5, max_bytes=1024, what="/health")
+            r, body = await get_retrying_stale(
+                pool.client("gpu1"), f"http://127.0.0.1:{srv.port}/health", deadline_s=5, max_bytes=1024, what="/health"
+            )
             assert (r.status_code, body) == (200, b"ok")
         assert srv.accepted == 1
         assert pool.idle_connections("gpu1") == 1

@@ -188,7 +188,13 @@ def test_no_subprocess_transport_outlives_the_loop(tmp_path: Path) -> None:
     script = tmp_path / "left_open.py"
     script.write_text(_LEFT_OPEN)
     root = Path(__file__).resolve().parents[2]
-    r = subprocess.run([sys.executable, "-W", "always::ResourceWarning", str(script)], capture_output=True,
-                       text=True, timeout=60, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    r = subprocess.run(
+        [sys.executable, "-W", "always::ResourceWarning", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
     assert r.returncode == 0 and r.stdout.strip() == "done", r.stderr
     assert "Exception ignored" not in r.stderr and "unclosed transport" not in r.stderr, r.stderr

@@ -120,8 +120,9 @@ async def test_forward_local_reaches_a_server_on_the_host(ssh_host: SshTestHost)
     (ssh_host.home / "www").mkdir(exist_ok=True)
     (ssh_host.home / "www" / "health").write_text("ok from host")
     port = 18000 + ssh_host.index
-    srv = ssh_host.spawn([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "-d",
-                          str(ssh_host.home / "www"), str(port)])
+    srv = ssh_host.spawn(
+        [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "-d", str(ssh_host.home / "www"), str(port)]
+    )
     t = await _connected(ssh_host)
     try:
         ssh_host.wait_port(port)
@@ -148,11 +149,14 @@ async def test_keepalive_settings_default_and_reach_asyncssh(ssh_host: SshTestHo
         await t.close()
 
 
-async def test_ssh_config_alias_is_honoured(ssh_host: SshTestHost, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_ssh_config_alias_is_honoured(
+    ssh_host: SshTestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cfg = tmp_path / "alias_config"
-    cfg.write_text(f"Host gpubox\n  HostName {ssh_host.address}\n  Port {ssh_host.port}\n  User {ssh_host.user}\n"
-                   f"  IdentityFile {ssh_host.client_key}\n  UserKnownHostsFile {ssh_host.known_hosts}\n")
+    cfg.write_text(
+        f"Host gpubox\n  HostName {ssh_host.address}\n  Port {ssh_host.port}\n  User {ssh_host.user}\n"
+        f"  IdentityFile {ssh_host.client_key}\n  UserKnownHostsFile {ssh_host.known_hosts}\n"
+    )
     monkeypatch.setenv("DFLASH_SSH_CONFIG", str(cfg))
     from console.config import Host
 
@@ -165,8 +169,9 @@ async def test_ssh_config_alias_is_honoured(ssh_host: SshTestHost, tmp_path: Pat
         await t.close()
 
 
-async def test_aes_gcm_is_negotiated_unless_ssh_config_names_ciphers(ssh_host: SshTestHost, tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_aes_gcm_is_negotiated_unless_ssh_config_names_ciphers(
+    ssh_host: SshTestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """AES-GCM costs a fifth of chacha20-poly1305's CPU a packet in asyncssh; a `Ciphers` line still decides."""
     t = await _connected(ssh_host)
     try:
@@ -212,12 +217,15 @@ def test_ps_on_a_test_host_shows_only_its_processes(ssh_host: SshTestHost) -> No
     assert "pytest" not in out and "hostinit.py" in out.splitlines()[1]
 
 
-async def test_proxy_jump_goes_through_the_bastion(ssh_host_factory, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_proxy_jump_goes_through_the_bastion(
+    ssh_host_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bastion, target = ssh_host_factory("bastion"), ssh_host_factory("inner")
     cfg = tmp_path / "jump_config"
-    cfg.write_text(f"Host {bastion.address}\n  Port {bastion.port}\n  IdentityFile {bastion.client_key}\n"
-                   f"  UserKnownHostsFile {bastion.known_hosts}\n")
+    cfg.write_text(
+        f"Host {bastion.address}\n  Port {bastion.port}\n  IdentityFile {bastion.client_key}\n"
+        f"  UserKnownHostsFile {bastion.known_hosts}\n"
+    )
     monkeypatch.setenv("DFLASH_SSH_CONFIG", str(cfg))
     t = SshTransport("inner", target.host_config(proxy_jump=f"{bastion.user}@{bastion.address}"))
     await t.connect()
@@ -228,8 +236,9 @@ async def test_proxy_jump_goes_through_the_bastion(ssh_host_factory, tmp_path: P
         await t.close()
 
 
-async def test_agent_is_used_when_ssh_auth_sock_is_set(ssh_host: SshTestHost, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_agent_is_used_when_ssh_auth_sock_is_set(
+    ssh_host: SshTestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import subprocess
 
     sock = tmp_path / "agent.sock"

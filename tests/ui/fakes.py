@@ -76,13 +76,22 @@ class ScriptedLog:
 
 
 def demo_fleet() -> Fleet:
-    hosts = {"ct129": Host(transport="local", python="/opt/venv/bin/python"),
-             "blackwell": Host(transport="local", python="/opt/venv/bin/python")}
+    hosts = {
+        "ct129": Host(transport="local", python="/opt/venv/bin/python"),
+        "blackwell": Host(transport="local", python="/opt/venv/bin/python"),
+    }
     presets = {
-        "qwen3-8b": Preset(host="ct129", gpus=[0, 1], model="/models/Qwen3-8B", port=30000,
-                           args=["--reasoning-parser", "qwen3"]),
-        "qwen36-gen": Preset(host="blackwell", gpus=[0], model="/models/Qwen3.6-35B-A3B", port=30001,
-                             args=["--mem-fraction-static", "0.85"], api_key_env="DFC_TEST_KEY"),
+        "qwen3-8b": Preset(
+            host="ct129", gpus=[0, 1], model="/models/Qwen3-8B", port=30000, args=["--reasoning-parser", "qwen3"]
+        ),
+        "qwen36-gen": Preset(
+            host="blackwell",
+            gpus=[0],
+            model="/models/Qwen3.6-35B-A3B",
+            port=30001,
+            args=["--mem-fraction-static", "0.85"],
+            api_key_env="DFC_TEST_KEY",
+        ),
         "glm-air": Preset(host="blackwell", gpus=[1], model="/models/GLM-4.5-Air-FP8", port=30002),
         "small": Preset(host="blackwell", gpus=[3], model="/models/Qwen2.5-0.5B", port=30003),
     }
@@ -90,18 +99,36 @@ def demo_fleet() -> Fleet:
 
 
 def gpu(i: int, name: str, used: int, total: int, util: int, temp: int, power: float, limit: float) -> GpuReading:
-    return GpuReading(index=i, uuid=f"GPU-{name[-6:]}-{i}", name=name, memory_used_mib=used, memory_total_mib=total,
-                      utilization_pct=util, temperature_c=temp, power_w=power, power_limit_w=limit)
+    return GpuReading(
+        index=i,
+        uuid=f"GPU-{name[-6:]}-{i}",
+        name=name,
+        memory_used_mib=used,
+        memory_total_mib=total,
+        utilization_pct=util,
+        temperature_c=temp,
+        power_w=power,
+        power_limit_w=limit,
+    )
 
 
 def meta(preset: str, host: str, gpus: tuple[int, ...], port: int, **kw: Any) -> ServerMeta:
     from console.sglang.command import replica_name
 
     name = kw.pop("name", None) or replica_name(preset, host, gpus)
-    return ServerMeta(name=name, host=host, gpus=gpus, port=port, preset=preset, started_at=NOW - 300,
-                      log_path=f"/runs/{name}.log", command=f"setsid nohup env CUDA_VISIBLE_DEVICES="
-                      f"{','.join(map(str, gpus))} /opt/venv/bin/python -m sglang.launch_server --model-path "
-                      f"/models/{preset} --port {port} > /runs/{name}.log 2>&1 < /dev/null &", **kw)
+    return ServerMeta(
+        name=name,
+        host=host,
+        gpus=gpus,
+        port=port,
+        preset=preset,
+        started_at=NOW - 300,
+        log_path=f"/runs/{name}.log",
+        command=f"setsid nohup env CUDA_VISIBLE_DEVICES="
+        f"{','.join(map(str, gpus))} /opt/venv/bin/python -m sglang.launch_server --model-path "
+        f"/models/{preset} --port {port} > /runs/{name}.log 2>&1 < /dev/null &",
+        **kw,
+    )
 
 
 SERVING_LOG = [
@@ -112,8 +139,11 @@ SERVING_LOG = [
     "[2026-12-01 14:00:20] INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)",
     "[2026-12-01 14:00:21] The server is fired up and ready to roll!",
     "[2026-12-01 14:02:00 TP0] WARNING: request [req-1] exceeded [/max] budget [bold",
-    *[f"[2026-12-01 14:03:{i:02d} TP0] Decode batch. #running-req: 3, #token: 2210, token usage: 0.42, "
-      f"gen throughput (token/s): {180 + i * 3:.2f}, #queue-req: 0" for i in range(30)],
+    *[
+        f"[2026-12-01 14:03:{i:02d} TP0] Decode batch. #running-req: 3, #token: 2210, token usage: 0.42, "
+        f"gen throughput (token/s): {180 + i * 3:.2f}, #queue-req: 0"
+        for i in range(30)
+    ],
 ]
 
 CRASH_LOG = [
@@ -132,15 +162,30 @@ def scenario(*, crashed: bool = True, stale_host: str | None = None, eight: bool
     evs: list[Event] = [HostUp("ct129", NOW - 600), HostUp("blackwell", NOW - 600)]
     a = (gpu(0, A6000, 44_210, 49_140, 87, 71, 231.4, 300), gpu(1, A6000, 44_198, 49_140, 85, 68, 224.9, 300))
     n = 8 if eight else 4
-    b = [gpu(0, PRO6000, 31_004, 97_887, 35, 52, 180.0, 600), gpu(1, PRO6000, 2_310, 97_887, 0, 38, 61.2, 600),
-         gpu(2, PRO6000, 88_512, 97_887, 96, 83, 571.0, 600), gpu(3, PRO6000, 556, 97_887, 0, 31, 22.0, 600)]
+    b = [
+        gpu(0, PRO6000, 31_004, 97_887, 35, 52, 180.0, 600),
+        gpu(1, PRO6000, 2_310, 97_887, 0, 38, 61.2, 600),
+        gpu(2, PRO6000, 88_512, 97_887, 96, 83, 571.0, 600),
+        gpu(3, PRO6000, 556, 97_887, 0, 31, 22.0, 600),
+    ]
     b += [gpu(i, PRO6000, 556, 97_887, 0, 30, 21.0, 600) for i in range(4, n)]
-    evs += [GpuSample("ct129", NOW - (14 if stale_host == "ct129" else 1), a), GpuSample("blackwell", NOW - 1, tuple(b))]
+    evs += [
+        GpuSample("ct129", NOW - (14 if stale_host == "ct129" else 1), a),
+        GpuSample("blackwell", NOW - 1, tuple(b)),
+    ]
     serving = meta("qwen3-8b", "ct129", (0, 1), 30000, pid=4101, sid=4101)
     loading = meta("qwen36-gen", "blackwell", (0,), 30001, pid=5101, sid=5101)
     glm = meta("glm-air", "blackwell", (1,), 30002, pid=5201, sid=5201)
-    ext = ServerMeta(name="external@blackwell:30010", host="blackwell", gpus=(2,), port=30010, managed=False,
-                     pid=6001, sid=6001, command="python -m sglang.launch_server --model-path /data/llama --port 30010")
+    ext = ServerMeta(
+        name="external@blackwell:30010",
+        host="blackwell",
+        gpus=(2,),
+        port=30010,
+        managed=False,
+        pid=6001,
+        sid=6001,
+        command="python -m sglang.launch_server --model-path /data/llama --port 30010",
+    )
     evs += [ServerSeen(serving, NOW - 300), ServerSeen(loading, NOW - 40), ServerSeen(ext, NOW - 900)]
     if crashed:
         evs.append(ServerSeen(glm, NOW - 60))
@@ -150,29 +195,46 @@ def scenario(*, crashed: bool = True, stale_host: str | None = None, eight: bool
     _history(st, "ct129", a, busy={0: 87, 1: 85})
     _history(st, "blackwell", tuple(b), busy={0: 35, 2: 96}, loading={0})
     st.servers[serving.name].log = ScriptedLog(
-        "serving", SERVING_LOG, gen_throughput=267.0, running=3, queued=0, token_usage=0.42,
-        timeline={"launching": 3.1, "loading_weights": 8.4, "kv_cache": 1.2, "cuda_graph": 8.9, "warming": 1.0})
-    st.servers[serving.name].previous_timeline = {"launching": 3.0, "loading_weights": 11.9, "kv_cache": 1.3,
-                                                  "cuda_graph": 9.4, "warming": 1.1}
+        "serving",
+        SERVING_LOG,
+        gen_throughput=267.0,
+        running=3,
+        queued=0,
+        token_usage=0.42,
+        timeline={"launching": 3.1, "loading_weights": 8.4, "kv_cache": 1.2, "cuda_graph": 8.9, "warming": 1.0},
+    )
+    st.servers[serving.name].previous_timeline = {
+        "launching": 3.0,
+        "loading_weights": 11.9,
+        "kv_cache": 1.3,
+        "cuda_graph": 9.4,
+        "warming": 1.1,
+    }
     ramp = [0, 40, 120, 180, 210, 190, 230, 260, 250, 240, 262, 267, 255, 270, 266, 267]
     steady = [240 + (i * 37) % 45 - (30 if i % 11 == 0 else 0) for i in range(44)]
     st.servers[serving.name].throughput_history.extend([*ramp, *steady, 267])
     st.apply(HealthResult(serving.name, NOW - 2, "ok"))
-    st.servers[loading.name].log = ScriptedLog("loading_weights", SERVING_LOG[:1], shards=(7, 15),
-                                               timeline={"launching": 4.2})
+    st.servers[loading.name].log = ScriptedLog(
+        "loading_weights", SERVING_LOG[:1], shards=(7, 15), timeline={"launching": 4.2}
+    )
     st.servers[ext.name].log = ScriptedLog("serving")
     st.apply(HealthResult(ext.name, NOW - 3, "ok"))
     if crashed:
         st.servers[glm.name].log = ScriptedLog("loading_weights", CRASH_LOG, crash_in_log="traceback")
-        diag = Diagnosis("missing-shared-library", "missing shared library libavutil.so.58, needed by torchcodec",
-                         "install FFmpeg 6 (libavutil.so.58) on the host, or pip uninstall torchcodec", CRASH_LOG[4])
+        diag = Diagnosis(
+            "missing-shared-library",
+            "missing shared library libavutil.so.58, needed by torchcodec",
+            "install FFmpeg 6 (libavutil.so.58) on the host, or pip uninstall torchcodec",
+            CRASH_LOG[4],
+        )
         st.servers[glm.name].log.diagnosis = diag
         st.apply(ServerGone(glm.name, NOW - 50, exit_status=1))
     return st
 
 
-def _history(st: FleetState, host: str, readings: tuple[GpuReading, ...], busy: dict[int, int],
-             loading: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+def _history(
+    st: FleetState, host: str, readings: tuple[GpuReading, ...], busy: dict[int, int], loading: set[int] = frozenset()
+) -> None:  # type: ignore[assignment]
     """Three minutes of deterministic 1 Hz samples before the current one, for the panes' history graphs."""
     from console.fleet.state import GpuPoint
 
@@ -223,20 +285,43 @@ class FakeApi:
 
     async def preview(self, preset: str, gpus: list[int] | None = None) -> LaunchPreview:
         plans = plan_launch(self.fleet, preset, "20261201-140000", gpus)
-        findings = [Finding("mem-fraction-high", "warning", preset, "--mem-fraction-static 0.85 leaves little room "
-                            "for CUDA graphs [bs 48]", fix="use 0.80")] if preset == "qwen36-gen" else []
+        findings = (
+            [
+                Finding(
+                    "mem-fraction-high",
+                    "warning",
+                    preset,
+                    "--mem-fraction-static 0.85 leaves little room for CUDA graphs [bs 48]",
+                    fix="use 0.80",
+                )
+            ]
+            if preset == "qwen36-gen"
+            else []
+        )
         busy = self.state.live_owner(self.fleet.presets[preset].host, (gpus or self.fleet.presets[preset].gpus)[0])
-        checks = [PreCheck("gpu-free", busy is None, "GPUs free" if busy is None else f"GPU held by {busy.name}"),
-                  PreCheck("model", True, "model path exists")]
+        checks = [
+            PreCheck("gpu-free", busy is None, "GPUs free" if busy is None else f"GPU held by {busy.name}"),
+            PreCheck("model", True, "model path exists"),
+        ]
         return LaunchPreview(preset, plans, findings, checks)
 
     async def launch(self, preset: str, gpus: list[int] | None = None, *, wait: bool = False) -> ActionOutcome:
         self.calls.append(("launch", (preset, gpus)))
         plan = plan_launch(self.fleet, preset, "20261201-140000", gpus)[0]
         r = plan.replica
-        m = ServerMeta(name=r.name, host=r.host, gpus=r.gpus, port=r.port, preset=preset, pid=7000, sid=7000,
-                       log_path=plan.log_path, command=plan.command, launch_id=f"L{len(self.calls)}",
-                       started_at=NOW)
+        m = ServerMeta(
+            name=r.name,
+            host=r.host,
+            gpus=r.gpus,
+            port=r.port,
+            preset=preset,
+            pid=7000,
+            sid=7000,
+            log_path=plan.log_path,
+            command=plan.command,
+            launch_id=f"L{len(self.calls)}",
+            started_at=NOW,
+        )
         from console.fleet.events import ServerAction
 
         self.emit(ServerSeen(m, NOW), ServerAction(r.name, NOW, "launch", True, "pid 7000"))  # as the controller does

@@ -55,8 +55,10 @@ def test_the_log_model_knows_what_there_is_to_jump_to() -> None:
     tb.feed(_oom_log(0).encode())
     assert tb.crash_in_log == "traceback"
     abort = LogModel()
-    abort.feed(b"[2026-12-02 03:16:10] Load weight begin.\nterminate called after throwing an instance of "
-               b"'c10::Error'\n  what():  CUDA error: an illegal memory access was encountered\n")
+    abort.feed(
+        b"[2026-12-02 03:16:10] Load weight begin.\nterminate called after throwing an instance of "
+        b"'c10::Error'\n  what():  CUDA error: an illegal memory access was encountered\n"
+    )
     abort.finish(None, "SIGABRT")
     assert abort.diagnosis is not None and abort.crash_in_log == "error", abort.diagnosis
     gone = LogModel()

@@ -21,8 +21,9 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not i
 
 
 def _pane_pid(tmux: list[str], session: str) -> int:
-    out = subprocess.run([*tmux, "display-message", "-p", "-t", session, "#{pane_pid}"], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [*tmux, "display-message", "-p", "-t", session, "#{pane_pid}"], capture_output=True, text=True, check=True
+    )
     return int(out.stdout.strip())
 
 
@@ -44,8 +45,13 @@ def test_two_demos_at_once_then_sighup_and_sigterm(tmp_path: Path) -> None:
     tmux = ["tmux", "-L", f"dfc-iso-{os.getpid()}"]
     user_state = tmp_path / "user-state"
     env = {k: v for k, v in os.environ.items() if k != "DFLASH_STATE_DIR"}
-    env |= {"TMPDIR": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(user_state),
-            "DFC_DEMO_TIME_SCALE": "0.1", "TERM": "xterm-256color"}
+    env |= {
+        "TMPDIR": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_STATE_HOME": str(user_state),
+        "DFC_DEMO_TIME_SCALE": "0.1",
+        "TERM": "xterm-256color",
+    }
     cmd = f"cd {ROOT} && exec {sys.executable} -m console --demo"
     try:
         for s in ("a", "b"):  # started together: both pick ports before either server listens

@@ -62,14 +62,21 @@ def leftover_processes(marker: str) -> list[int]:
 def test_demo_in_tmux(tmp_path: Path) -> None:
     tmux = ["tmux", "-L", f"dfc-test-{os.getpid()}"]
     inherited = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}  # they override tmux's size
-    env = {**inherited, "TMPDIR": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-           "XDG_STATE_HOME": str(tmp_path / "state"), "DFC_DEMO_TIME_SCALE": "0.1", "TERM": "xterm-256color"}
+    env = {
+        **inherited,
+        "TMPDIR": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "DFC_DEMO_TIME_SCALE": "0.1",
+        "TERM": "xterm-256color",
+    }
     cmd = f"cd {ROOT} && exec {sys.executable} -m console --demo"
     try:
         with SlowdownMeter() as meter:  # the first frame's limit: 10 s times the machine's slowdown meanwhile
             t0 = time.monotonic()
-            subprocess.run([*tmux, "new-session", "-d", "-s", "demo", "-x", "120", "-y", "36", cmd], env=env,
-                           check=True)
+            subprocess.run(
+                [*tmux, "new-session", "-d", "-s", "demo", "-x", "120", "-y", "36", cmd], env=env, check=True
+            )
             # tmux holds a lone ESC for 500 ms by default; an Enter inside that window would arrive as M-Enter.
             subprocess.run([*tmux, "set-option", "-g", "escape-time", "0"], check=True)
             wait_for(tmux, "ct129", 20)  # the first frame (below 30 rows the layout gives the top bar to the panes)

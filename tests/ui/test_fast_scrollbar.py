@@ -32,14 +32,26 @@ def cached_rows(bar: CachedScrollBarRender, width: int, height: int) -> list[lis
 
 
 @pytest.mark.parametrize("vertical", [True, False])
-@pytest.mark.parametrize(("virtual", "window", "position"), [
-    (20_000, 56, 0.0), (20_000, 56, 9_000.5), (20_000, 56, 19_944.0),  # top, middle, followed to the bottom
-    (300, 144, 156.0), (100, 0, 0.0),  # a wide log scrolled right; nothing to scroll
-])
+@pytest.mark.parametrize(
+    ("virtual", "window", "position"),
+    [
+        (20_000, 56, 0.0),
+        (20_000, 56, 9_000.5),
+        (20_000, 56, 19_944.0),  # top, middle, followed to the bottom
+        (300, 144, 156.0),
+        (100, 0, 0.0),  # a wide log scrolled right; nothing to scroll
+    ],
+)
 def test_cells_match_textuals_renderer(vertical: bool, virtual: int, window: int, position: float) -> None:
     width, height = (1, 56) if vertical else (144, 1)
-    kw = {"virtual_size": virtual, "window_size": window, "position": position, "vertical": vertical,
-          "style": STYLE, "thickness": width if vertical else height}
+    kw = {
+        "virtual_size": virtual,
+        "window_size": window,
+        "position": position,
+        "vertical": vertical,
+        "style": STYLE,
+        "thickness": width if vertical else height,
+    }
     assert cached_rows(CachedScrollBarRender(**kw), width, height) == rich_rows(ScrollBarRender(**kw), width, height)
 
 

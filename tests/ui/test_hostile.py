@@ -14,8 +14,21 @@ from console.ui.widgets.gpu_pane import GpuPane
 from tests.ui.fakes import NOW, FakeApi, FakeBackend, ScriptedLog, demo_fleet
 from tests.ui.waits import server_log, until
 
-HOSTILE = ["[/foo]", "[bold", "[0]", "[/", "[red]red?[/red]", "\x1b[31mred\x1b[0m", "nul\x00byte", "$(rm -rf ~)",
-           "tab\there", "\r\rcr", "[link=http://x]x[/link]", "宽字符的日志行 wide " * 9, "x" * 1_000_000]
+HOSTILE = [
+    "[/foo]",
+    "[bold",
+    "[0]",
+    "[/",
+    "[red]red?[/red]",
+    "\x1b[31mred\x1b[0m",
+    "nul\x00byte",
+    "$(rm -rf ~)",
+    "tab\there",
+    "\r\rcr",
+    "[link=http://x]x[/link]",
+    "宽字符的日志行 wide " * 9,
+    "x" * 1_000_000,
+]
 
 
 def hostile_state() -> FleetState:
@@ -24,8 +37,7 @@ def hostile_state() -> FleetState:
         host = f"h{i}{text[:20]}"
         st.apply(HostUp(host, NOW))
         st.apply(GpuSample(host, NOW, (GpuReading(0, name=f"GPU {text}", memory_used_mib=1, memory_total_mib=2),)))
-        m = ServerMeta(name=f"s{i}{text[:30]}", host=host, gpus=(0,), port=30000 + i, preset=text[:30],
-                       command=text)
+        m = ServerMeta(name=f"s{i}{text[:30]}", host=host, gpus=(0,), port=30000 + i, preset=text[:30], command=text)
         st.apply(ServerSeen(m, NOW))
         st.servers[m.name].log = ScriptedLog("crashed", HOSTILE)
     st.apply(HostDown("h0[/foo]", NOW, error="[bold unterminated \x1b[2J"))

@@ -52,7 +52,9 @@ def batch(start: int, n: int) -> list[str]:
         elif i % 11 == 0:
             out.append(f"[2025-06-01 10:00:00] Decode batch. #running-req: 3, near oom {i}")
         else:
-            out.append(f"[2025-06-01 10:00:00] Decode batch. #running-req: 3, #token: {i}, gen throughput (token/s): 90.1")
+            out.append(
+                f"[2025-06-01 10:00:00] Decode batch. #running-req: 3, #token: {i}, gen throughput (token/s): 90.1"
+            )
     return out
 
 

@@ -34,8 +34,10 @@ def rows_fresh(pane: GpuPane) -> list[list[tuple[str, object]]]:
     (w, h), pad = pane.size, pane.visual_style.rich_style
     strips = Visual.to_strips(pane, visualize(pane, pane.render()), w, h, pane.visual_style)
     strips += [None] * (h - len(strips))  # type: ignore[list-item]
-    return [cells(st.apply_offsets(0, y) if st is not None else pane.render_line(y), y, w, pad)
-            for y, st in enumerate(strips)]
+    return [
+        cells(st.apply_offsets(0, y) if st is not None else pane.render_line(y), y, w, pad)
+        for y, st in enumerate(strips)
+    ]
 
 
 async def test_cached_rows_equal_a_full_render_through_changes(make_app) -> None:  # type: ignore[no-untyped-def]
@@ -50,8 +52,10 @@ async def test_cached_rows_equal_a_full_render_through_changes(make_app) -> None
         changed_rows = 0
         for step, (util, temp) in enumerate([(12, 71), (13, 71), (99, 84), (0, 30), (0, 30), (55, 60)]):
             before = rows_served(p0)
-            a = (gpu(0, A6000, 44_210 + step * 100, 49_140, util, temp, 231.4, 300),
-                 gpu(1, A6000, 44_198, 49_140, util, temp, 224.9, 300))
+            a = (
+                gpu(0, A6000, 44_210 + step * 100, 49_140, util, temp, 231.4, 300),
+                gpu(1, A6000, 44_198, 49_140, util, temp, 224.9, 300),
+            )
             api.emit(GpuSample("ct129", NOW, a))
             app._sync_screens()
             await pilot.pause()

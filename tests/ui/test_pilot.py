@@ -98,12 +98,22 @@ async def test_crash_shows_cause_then_relaunch(make_app) -> None:  # type: ignor
         assert isinstance(pane, GpuPane) and pane.has_class("-crashed")
         assert "libavutil.so.58" in str(pane.render())
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ServerScreen) and app.screen.query_one(LogView).lines
-                    and not app.screen.query_one(LogView).follow, "the server screen at the traceback")
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, ServerScreen)
+                and app.screen.query_one(LogView).lines
+                and not app.screen.query_one(LogView).follow
+            ),
+            "the server screen at the traceback",
+        )
         assert isinstance(app.screen, ServerScreen)
         # the diagnosis is drawn with the screen's page, a frame after its log on a busy machine
-        await until(pilot, lambda: "install FFmpeg 6" in str(app.screen.query_one("#diag").render()),
-                    "the diagnosis and its fix on the server screen")
+        await until(
+            pilot,
+            lambda: "install FFmpeg 6" in str(app.screen.query_one("#diag").render()),
+            "the diagnosis and its fix on the server screen",
+        )
         view = app.screen.query_one(LogView)
         assert view.follow is False  # opened at the traceback
         assert "Traceback" in view.lines[view.rows[int(view.scroll_y)]] or int(view.scroll_y) == 0
@@ -340,8 +350,11 @@ async def test_server_screen_asks_for_live_log_news_only_while_on_top(make_app) 
         await until(pilot, lambda: open_sheet(app.screen) is None, "help closed")
         assert isinstance(app.screen, ServerScreen) and api.watched[SERVING] == 1, dict(api.watched)
         await pilot.press("escape")
-        await until(pilot, lambda: isinstance(app.screen, FleetScreen) and api.watched[SERVING] == 0,
-                    lambda: f"fleet, watched {dict(api.watched)}")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, FleetScreen) and api.watched[SERVING] == 0,
+            lambda: f"fleet, watched {dict(api.watched)}",
+        )
         app.open_server(SERVING)  # the kept screen resumes
         await server_log(pilot)
         await until(pilot, lambda: api.watched[SERVING] == 1, lambda: f"reopened, watched {dict(api.watched)}")
@@ -370,8 +383,11 @@ async def test_log_follows_under_help_a_reopen_pulls_first(make_app) -> None:  #
         await pilot.press("question_mark")
         await until(pilot, lambda: open_sheet(app.screen) is not None, "help open")
         log.add("[2026-12-01 14:10:00] came while help was up")
-        await until(pilot, lambda: any(f[1].endswith("came while help was up") for f in frames),
-                    lambda: f"the new line drawn with help open: {frames[-3:]}")
+        await until(
+            pilot,
+            lambda: any(f[1].endswith("came while help was up") for f in frames),
+            lambda: f"the new line drawn with help open: {frames[-3:]}",
+        )
         assert open_sheet(app.screen) is not None
         await pilot.press("escape")
         await until(pilot, lambda: open_sheet(app.screen) is None, "help closed")
@@ -418,7 +434,7 @@ async def test_log_under_help_repaints_only_the_rows_in_view(make_app) -> None: 
         await until(pilot, lambda: view.lines[-1].endswith("came while help was up") and dirty, "pulled")
         assert all(regions and all(r.bottom <= shown for r in regions) for regions in dirty), dirty
         top = view.content_region.y
-        above = [strip.text for strip in app.screen._compositor.render_strips()][top:top + shown]
+        above = [strip.text for strip in app.screen._compositor.render_strips()][top : top + shown]
         assert sum("[2026-12-01" in row for row in above) >= shown - 1, above  # the rows in view are drawn
         view._set_dirty = set_dirty  # type: ignore[method-assign]
         await pilot.press("escape")
@@ -426,7 +442,7 @@ async def test_log_under_help_repaints_only_the_rows_in_view(make_app) -> None: 
         await pilot.pause(0.1)
         rows = [strip.text for strip in app.screen._compositor.render_strips()]
         bottom = view.content_region.bottom - 1 - view.scrollbar_size_horizontal
-        assert any("came while help was up" in rows[y] for y in range(shown, bottom + 1)), rows[shown:bottom + 1]
+        assert any("came while help was up" in rows[y] for y in range(shown, bottom + 1)), rows[shown : bottom + 1]
 
 
 async def test_a_pull_during_teardown_is_a_no_op(make_app) -> None:  # type: ignore[no-untyped-def]
@@ -456,8 +472,11 @@ async def test_log_firehose_batches(make_app) -> None:  # type: ignore[no-untype
         log: ScriptedLog = api.state.servers[SERVING].log  # type: ignore[assignment]
         before = len(app.workers)
         log.add(*(f"[2026-12-01 14:10:00 TP0] Decode batch. line {i}" for i in range(20_000)))
-        await until(pilot, lambda: len(view.rows) == len(log.lines) and view.scroll_y == view.max_scroll_y > 19_000,
-                    lambda: f"{len(view.rows)} of {len(log.lines)} rows, at {view.scroll_y} of {view.max_scroll_y}")
+        await until(
+            pilot,
+            lambda: len(view.rows) == len(log.lines) and view.scroll_y == view.max_scroll_y > 19_000,
+            lambda: f"{len(view.rows)} of {len(log.lines)} rows, at {view.scroll_y} of {view.max_scroll_y}",
+        )
         assert len(view.rows) == len(log.lines) and view.follow
         assert view.scroll_y == view.max_scroll_y
         assert len(app.workers) <= before + 1
@@ -528,8 +547,16 @@ async def test_activity_panel_and_external_notices(make_app) -> None:  # type: i
         api.emit(ServerGone("external@blackwell:30010", NOW, exit_status=1))
         api.emit(Notice(NOW, "info", "host ct129 is back [/x]", host="ct129"))
         panel = app.screen.query_one(ActivityLog)
-        await until(pilot, lambda: panel.display and "external@blackwell:30010 crashed" in str(panel.render())
-                    and "host ct129 is back" in str(panel.render()), "both notices in the activity panel", SYNC_MIN_S + 2)
+        await until(
+            pilot,
+            lambda: (
+                panel.display
+                and "external@blackwell:30010 crashed" in str(panel.render())
+                and "host ct129 is back" in str(panel.render())
+            ),
+            "both notices in the activity panel",
+            SYNC_MIN_S + 2,
+        )
         assert panel.display
         text = str(panel.render())
         assert "external@blackwell:30010 crashed" in text and "host ct129 is back [/x]" in text
@@ -569,14 +596,24 @@ async def test_off_screen_pane_waits_then_catches_up_when_scrolled_into_view(mak
     app = make_app(api)
     app._tick = lambda: None  # no 1 s full sync: only the scroll may bring the pane up to date
     async with app.run_test(size=(100, 24)) as pilot:
+
         def the_last() -> GpuPane | None:
             return next((p for p in app.screen.query(GpuPane) if (p.host, p.gpu) == ("blackwell", 7)), None)
 
         # the start-up is over: the fleet laid out, the panes on screen drawn, the last one sized and left behind
-        await until(pilot, lambda: app.screen.layout_now is not None and (p := the_last()) is not None
-                    and p.size.height > 0 and p.behind and app.screen.focused is not None
-                    and app.screen.focused.render().plain, "the fleet laid out, the last pane off screen",
-                    SYNC_MIN_S + 2)
+        await until(
+            pilot,
+            lambda: (
+                app.screen.layout_now is not None
+                and (p := the_last()) is not None
+                and p.size.height > 0
+                and p.behind
+                and app.screen.focused is not None
+                and app.screen.focused.render().plain
+            ),
+            "the fleet laid out, the last pane off screen",
+            SYNC_MIN_S + 2,
+        )
         last = the_last()
         assert last is not None and last not in visible_widgets(last)
         drawn = last.view
@@ -612,9 +649,17 @@ async def test_telemetry_for_one_host_repaints_only_that_hosts_band(make_app) ->
     async with app.run_test(size=(160, 50)) as pilot:
         # the start-up syncs are over: the fleet has its layout and no host is left dirty (else the sync below
         # would rightly sync them all)
-        await until(pilot, lambda: app.screen.layout_now is not None and app._dirty_hosts == set()
-                    and len(app.screen.query(GpuPane)) == 6 and all(p.render().plain for p in app.screen.query(GpuPane)),
-                    "the fleet laid out and synced", SYNC_MIN_S + 2)
+        await until(
+            pilot,
+            lambda: (
+                app.screen.layout_now is not None
+                and app._dirty_hosts == set()
+                and len(app.screen.query(GpuPane)) == 6
+                and all(p.render().plain for p in app.screen.query(GpuPane))
+            ),
+            "the fleet laid out and synced",
+            SYNC_MIN_S + 2,
+        )
         panes = {(p.host, p.gpu): p for p in app.screen.query(GpuPane)}
         synced: list[tuple[str, int]] = []
         for key, p in panes.items():
@@ -668,8 +713,13 @@ async def test_the_fleet_under_a_server_screen_waits_and_catches_up_when_shown(m
         await until(pilot, lambda: pane.view is not None, "the pane drawn", 5)
         app.open_server(SERVING)
         await until(pilot, lambda: isinstance(app.screen, ServerScreen), "the server screen", 5)
-        api.emit(GpuSample("ct129", NOW, (gpu(0, A6000, 44_210, 49_140, 3, 40, 99.0, 300),
-                                          gpu(1, A6000, 44_198, 49_140, 3, 40, 99.0, 300))))
+        api.emit(
+            GpuSample(
+                "ct129",
+                NOW,
+                (gpu(0, A6000, 44_210, 49_140, 3, 40, 99.0, 300), gpu(1, A6000, 44_198, 49_140, 3, 40, 99.0, 300)),
+            )
+        )
         app._sync_screens()
         assert fleet in app._behind and pane.view is not None and pane.view.util_pct == 87  # not synced under it
         app._sync_screens = lambda: None  # type: ignore[method-assign]  # from here only the resume can sync it
@@ -835,10 +885,12 @@ async def test_arrows_move_to_the_nearest_pane_that_way(make_app) -> None:  # ty
         first = fleet._targets()[0]
         first.focus()
         await pilot.pause()
-        for key, moved in (("right", lambda a, b: b.region.x > a.region.x and b.region.y == a.region.y),
-                           ("left", lambda a, b: b.region.x < a.region.x and b.region.y == a.region.y),
-                           ("down", lambda a, b: b.region.y > a.region.y),
-                           ("up", lambda a, b: b.region.y < a.region.y)):
+        for key, moved in (
+            ("right", lambda a, b: b.region.x > a.region.x and b.region.y == a.region.y),
+            ("left", lambda a, b: b.region.x < a.region.x and b.region.y == a.region.y),
+            ("down", lambda a, b: b.region.y > a.region.y),
+            ("up", lambda a, b: b.region.y < a.region.y),
+        ):
             before = fleet.focused
             await pilot.press(key)
             await pilot.pause()

@@ -64,8 +64,15 @@ async def test_fleet_filter_shows_matching_gpus_says_so_and_esc_clears(make_app)
         await select(pilot, "ct129", 0)
         assert len(shown(app)) == 6
         await pilot.press("slash", *"crashed", "enter")
-        await until(pilot, lambda: shown(app) == [("blackwell", 1)] and "filter “crashed”" in top(app)
-                    and isinstance(app.screen.focused, GpuPane), lambda: f"the filter applied: {shown(app)}")
+        await until(
+            pilot,
+            lambda: (
+                shown(app) == [("blackwell", 1)]
+                and "filter “crashed”" in top(app)
+                and isinstance(app.screen.focused, GpuPane)
+            ),
+            lambda: f"the filter applied: {shown(app)}",
+        )
         assert shown(app) == [("blackwell", 1)]
         bar = str(app.screen.query_one("#topbar").render())
         assert "filter “crashed”: 1 of 6 GPUs" in bar
@@ -92,8 +99,11 @@ async def test_log_bar_says_follow_filter_wrap_and_wrap_continues_long_lines(mak
         await until(pilot, lambda: "warnings/errors only" in str(bar.render()), lambda: f"the log bar: {bar.render()}")
         assert "warnings/errors only (f) · wrap (z)" in str(bar.render())
         await pilot.press("f")
-        await until(pilot, lambda: not view.filtered and view.virtual_size.height >= cut_rows + 3,
-                    lambda: f"the long line wrapped: {view.virtual_size.height} rows, {cut_rows} cut")
+        await until(
+            pilot,
+            lambda: not view.filtered and view.virtual_size.height >= cut_rows + 3,
+            lambda: f"the long line wrapped: {view.virtual_size.height} rows, {cut_rows} cut",
+        )
         assert view.virtual_size.height >= cut_rows + 3  # 300 characters in ~90 columns: four rows
         assert view.virtual_size.width <= view.size.width  # nothing to scroll sideways
         await pilot.press("home")
@@ -172,8 +182,9 @@ async def test_the_last_probe_stays_on_screen(make_app) -> None:  # type: ignore
         await until(pilot, lambda: "probe:" in top(app), lambda: f"the probe in the top bar: {top(app)}", 3)
         assert f"probe: {SERVING} ✓ health 200 · model Qwen3-8B" in str(app.screen.query_one("#topbar").render())
         app.open_server(SERVING)
-        await until(pilot, lambda: isinstance(app.screen, ServerScreen) and "probe:" in logbar(app),
-                    "the probe in the log bar")
+        await until(
+            pilot, lambda: isinstance(app.screen, ServerScreen) and "probe:" in logbar(app), "the probe in the log bar"
+        )
         assert f"probe: {SERVING} ✓ health 200" in str(app.screen.query_one("#logbar").render())
 
 

@@ -27,6 +27,7 @@ async def until(pilot, cond: Callable[[], bool], timeout: float = 30.0, what: st
 async def focus(pilot, host: str, gpu: int, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
     """Focuses that GPU's pane and waits until it has the focus: the bands can still re-form as the hosts report
     (new panes), so it focuses the pane found again until one keeps it."""
+
     def focused() -> tuple[str, int] | None:
         f = pilot.app.screen.focused
         return (f.host, f.gpu) if isinstance(f, GpuPane) else None
@@ -50,9 +51,15 @@ async def test_launch_ready_crash_relaunch_stop_on_sim(tmp_path) -> None:  # typ
         async with app.run_test(size=(160, 48), message_hook=msgs.append) as pilot:
             real_notify = app.notify
             app.notify = lambda message, **kw: (notes.append(message), real_notify(message, **kw))  # type: ignore
-            await until(pilot, lambda: app.api is not None and all(
-                h.conn == "up" and h.gpus for h in app.state.hosts.values()) and len(app.state.hosts) >= 2,
-                what="both sim hosts up")
+            await until(
+                pilot,
+                lambda: (
+                    app.api is not None
+                    and all(h.conn == "up" and h.gpus for h in app.state.hosts.values())
+                    and len(app.state.hosts) >= 2
+                ),
+                what="both sim hosts up",
+            )
             await focus(pilot, "ct129", 0)
             await pilot.press("l")
             await until(pilot, lambda: isinstance(app.screen, LaunchScreen), what="launch screen")
@@ -72,8 +79,9 @@ async def test_launch_ready_crash_relaunch_stop_on_sim(tmp_path) -> None:  # typ
             await until(pilot, lambda: pane.has_class("-ready"), 5, "green pane")
 
             await pilot.press("p")
-            await until(pilot, lambda: any(isinstance(m, ActionDone) and m.action == "probe" for m in msgs), 30,
-                        "probe")
+            await until(
+                pilot, lambda: any(isinstance(m, ActionDone) and m.action == "probe" for m in msgs), 30, "probe"
+            )
             probe = next(m for m in msgs if isinstance(m, ActionDone) and m.action == "probe")
             assert probe.ok and "health ready" in probe.message and "TTFT" in probe.message, probe.message
 
@@ -81,8 +89,15 @@ async def test_launch_ready_crash_relaunch_stop_on_sim(tmp_path) -> None:  # typ
             await until(pilot, lambda: isinstance(app.screen, ChatScreen), 5, "chat screen")
             await pilot.pause()
             await pilot.press(*"Name a GPU.", "enter")
-            await until(pilot, lambda: bool(app.screen.query(Turn)) and "TTFT" in str(
-                app.screen.query_one(Turn).query_one("#stats").render()), 30, "streamed answer")
+            await until(
+                pilot,
+                lambda: (
+                    bool(app.screen.query(Turn))
+                    and "TTFT" in str(app.screen.query_one(Turn).query_one("#stats").render())
+                ),
+                30,
+                "streamed answer",
+            )
             turn = app.screen.query_one(Turn)
             assert turn.answer.strip() and "tok/s" in str(turn.query_one("#stats").render())
             await pilot.press("escape")
@@ -98,8 +113,12 @@ async def test_launch_ready_crash_relaunch_stop_on_sim(tmp_path) -> None:  # typ
             await pilot.press("r")
             await pilot.pause()
             assert not isinstance(app.screen, ConfirmScreen)  # a crashed server relaunches without asking
-            await until(pilot, lambda: any(isinstance(m, ActionDone) and m.action == "relaunch" for m in msgs), 60,
-                        "relaunch done")
+            await until(
+                pilot,
+                lambda: any(isinstance(m, ActionDone) and m.action == "relaunch" for m in msgs),
+                60,
+                "relaunch done",
+            )
             await until(pilot, lambda: app.state.servers[name].phase in ("ready", "serving"), 60, "ready again")
             s = app.state.servers[name]
             assert first_log in s.previous_logs and s.meta.log_path != first_log
@@ -107,8 +126,12 @@ async def test_launch_ready_crash_relaunch_stop_on_sim(tmp_path) -> None:  # typ
             await pilot.press("s")
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "stop confirm")
             await pilot.press("y")
-            await until(pilot, lambda: name not in app.state.servers or app.state.servers[name].phase == "stopped",
-                        60, "stopped")
+            await until(
+                pilot,
+                lambda: name not in app.state.servers or app.state.servers[name].phase == "stopped",
+                60,
+                "stopped",
+            )
             await asyncio.sleep(0)
     finally:
         demo.cleanup()
@@ -121,8 +144,16 @@ async def test_marked_gpus_launch_there_on_free_ports_on_sim(tmp_path) -> None: 
     app = DflashApp(api_factory=demo.bring_up, demo=demo)
     try:
         async with app.run_test(size=(160, 48)) as pilot:
-            await until(pilot, lambda: app.api is not None and len(app.state.hosts) >= 2 and all(
-                h.conn == "up" and h.gpus for h in app.state.hosts.values()), what="both sim hosts up")
+            await until(
+                pilot,
+                lambda: (
+                    app.api is not None
+                    and len(app.state.hosts) >= 2
+                    and all(h.conn == "up" and h.gpus for h in app.state.hosts.values())
+                ),
+                what="both sim hosts up",
+            )
+
             def pane(gpu: int) -> GpuPane | None:
                 return next((p for p in app.screen.query(GpuPane) if p.host == "blackwell" and p.gpu == gpu), None)
 
@@ -130,8 +161,9 @@ async def test_marked_gpus_launch_there_on_free_ports_on_sim(tmp_path) -> None: 
             for gpu in (2, 3):
                 await focus(pilot, "blackwell", gpu)
                 await pilot.press("space")
-                await until(pilot, lambda gpu=gpu: ("blackwell", gpu) in app.screen.marks, 10,
-                            f"blackwell's GPU{gpu} marked")
+                await until(
+                    pilot, lambda gpu=gpu: ("blackwell", gpu) in app.screen.marks, 10, f"blackwell's GPU{gpu} marked"
+                )
             await pilot.press("l")
             await until(pilot, lambda: isinstance(app.screen, LaunchScreen), what="launch screen")
             await pilot.pause()
@@ -148,8 +180,9 @@ async def test_marked_gpus_launch_there_on_free_ports_on_sim(tmp_path) -> None: 
             names = [p.replica.name for p in pv.plans]
             assert names == ["qwen36-gen@blackwell:gpu2", "qwen36-gen@blackwell:gpu3"]
             await until(pilot, lambda: all(n in app.state.servers for n in names), 30, "both launched")
-            await until(pilot, lambda: all(app.state.servers[n].phase in ("ready", "serving") for n in names), 90,
-                        "both ready")
+            await until(
+                pilot, lambda: all(app.state.servers[n].phase in ("ready", "serving") for n in names), 90, "both ready"
+            )
             assert [app.state.servers[n].meta.port for n in names] == ports
             assert not [s for s in app.state.servers.values() if s.meta.gpus in ((0,), (1,))]
     finally:

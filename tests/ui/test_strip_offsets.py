@@ -13,8 +13,11 @@ from console.ui.strip_offsets import with_offsets
 
 def cells(strip: Strip) -> list[tuple[str, Style | None, object]]:
     """Each character with its style (meta aside) and its offset meta."""
-    return [(ch, style.clear_meta_and_links() if style else None, style.meta.get("offset") if style else None)
-            for text, style, _ in strip for ch in text]
+    return [
+        (ch, style.clear_meta_and_links() if style else None, style.meta.get("offset") if style else None)
+        for text, style, _ in strip
+        for ch in text
+    ]
 
 
 ROWS = [

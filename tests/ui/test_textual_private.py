@@ -191,8 +191,14 @@ def test_linux_driver_input_loop_is_the_one_prompt_escape_driver_copies() -> Non
     from textual.drivers.linux_driver import LinuxDriver
 
     src = inspect.getsource(LinuxDriver.run_input_thread)
-    for part in ("XTermParser(self._debug)", "loop_last(selector_events)", "self.process_message(event)",
-                 "self.exit_event.is_set()", "selector.select(0.1)", "getincrementaldecoder(\"utf-8\")"):
+    for part in (
+        "XTermParser(self._debug)",
+        "loop_last(selector_events)",
+        "self.process_message(event)",
+        "self.exit_event.is_set()",
+        "selector.select(0.1)",
+        'getincrementaldecoder("utf-8")',
+    ):
         assert part in src, part
     assert tp.driver_class(LinuxDriver) is tp.PromptEscapeDriver
     assert issubclass(tp.PromptEscapeDriver, LinuxDriver)
@@ -201,18 +207,24 @@ def test_linux_driver_input_loop_is_the_one_prompt_escape_driver_copies() -> Non
 FENCES = {
     "console/ui/textual_private.py": "the terminal console's",
     "console/serve/web_driver.py": "the browser twin of PromptEscapeDriver: each session's TEXTUAL_DRIVER names "
-                                   "its class by import path",
+    "its class by import path",
 }
 
 
 def test_no_other_module_touches_textual_privates() -> None:
     """The fence holds: `textual._*` imports and `._compositor`/`._exit_renderables` only in the fenced modules."""
-    pattern = re.compile(r"from textual\._|import textual\._|\._compositor\b|\._exit_renderables\b|_timeout_time"
-                         r"|\._check_refresh\b|\._refresh_layout\b|\._batch_count\b|\._compositor_refresh\b"
-                         r"|\._layout_widgets\b|\._screen_resized\b|\._layout_required\b|\._on_layout\b")
-    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "console").rglob("*.py"))
-             if str(p.relative_to(ROOT)) not in FENCES
-             for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    pattern = re.compile(
+        r"from textual\._|import textual\._|\._compositor\b|\._exit_renderables\b|_timeout_time"
+        r"|\._check_refresh\b|\._refresh_layout\b|\._batch_count\b|\._compositor_refresh\b"
+        r"|\._layout_widgets\b|\._screen_resized\b|\._layout_required\b|\._on_layout\b"
+    )
+    found = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in sorted((ROOT / "console").rglob("*.py"))
+        if str(p.relative_to(ROOT)) not in FENCES
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert found == []
 
 
@@ -298,6 +310,7 @@ def _tall_app(sheet: type[Static], row: type[Static]) -> App[None]:
             self.push_screen(Tall())
 
     return Host()
+
 
 async def test_overlay_change_lays_out_only_what_is_on_screen() -> None:
     """5. the scroll path of `Screen._refresh_layout`, `Screen._layout_widgets`, `Compositor._visible_map` and
@@ -472,8 +485,13 @@ async def test_still_strips_are_given_again_only_while_nothing_marked_the_widget
         assert a.render_lines(crop()) is first  # nothing happened: the same strips
         assert a.render_lines(Region(0, 1, 10, 1)) is not first  # another crop is rendered
 
-        for change in (lambda: a.update("gamma"), lambda: a.add_class("-hot"), a.focus,
-                       lambda: setattr(a.styles, "height", 5), lambda: a.refresh(Region(0, 0, 5, 1))):
+        for change in (
+            lambda: a.update("gamma"),
+            lambda: a.add_class("-hot"),
+            a.focus,
+            lambda: setattr(a.styles, "height", 5),
+            lambda: a.refresh(Region(0, 0, 5, 1)),
+        ):
             before = a.render_lines(crop())
             change()
             await pilot.pause()
@@ -481,8 +499,9 @@ async def test_still_strips_are_given_again_only_while_nothing_marked_the_widget
             assert after is not before
             assert after == fresh(), change
         assert "gamma" in _text(after) and "╔" in _text(after) and a.outer_size.height == 5
-        assert any(seg.style and seg.style.bgcolor and seg.style.bgcolor.triplet == (255, 0, 0)
-                   for seg in after[1]), "the -hot background is drawn"
+        assert any(seg.style and seg.style.bgcolor and seg.style.bgcolor.triplet == (255, 0, 0) for seg in after[1]), (
+            "the -hot background is drawn"
+        )
 
 
 async def test_strips_kept_through_a_display_toggle_and_dropped_by_a_change_while_hidden() -> None:
@@ -494,6 +513,7 @@ async def test_strips_kept_through_a_display_toggle_and_dropped_by_a_change_whil
     app = _Board()
     async with app.run_test(size=(40, 12)) as pilot:
         await pilot.pause()
+
         async def toggled(widget: _Still) -> tuple[Region, list, list]:  # type: ignore[type-arg]
             """Its strips, then hidden and shown inside `strips_kept`, its strips again."""
             crop = Region(0, 0, widget.outer_size.width, widget.outer_size.height)
@@ -597,8 +617,6 @@ class _OnceApp(App[None]):
         self.push_screen(_Once())
 
 
-
-
 async def test_layout_once_lays_out_each_change_once_and_still_every_change() -> None:
     """9. `Screen._on_layout` with `Message.time`, `Screen._screen_resized`, `Screen._compositor.size`/`widgets`,
     and `AwaitMount._widgets` seen from `Screen.refresh`'s caller: a layout request that a later-begun layout
@@ -697,8 +715,13 @@ async def test_box_rows_are_what_textual_draws_cell_for_cell() -> None:
                         ours = tp.BoxRowsCache().render_widget(p, crop)
                         theirs = tp.StylesCache().render_widget(p, crop)
                         del p.get_line_filters
-                        assert list(map(_cells, ours)) == list(map(_cells, theirs)), (p.id, p.classes, focused,
-                                                                                      crop, filters)
+                        assert list(map(_cells, ours)) == list(map(_cells, theirs)), (
+                            p.id,
+                            p.classes,
+                            focused,
+                            crop,
+                            filters,
+                        )
                         checked += 1
         assert {"-free", "-ready", "-starting", "-crashed", "-marked", "focus"} <= seen, seen
         assert checked >= 6 * len(panes)
@@ -835,8 +858,13 @@ async def test_repaint_rows_tells_the_screen_at_once_and_the_frame_shows_the_row
         pane = next(p for p in screen.query(GpuPane) if p.host == "blackwell" and p.gpu == 3)
         before = "\n".join("".join(t for t, _, _ in strip) for strip in screen._compositor.render_strips())
         assert "59.8/95.6 GiB" not in before
-        api.state.apply(GpuSample("blackwell", NOW, tuple(
-            gpu(i, PRO6000, 61_234 if i == 3 else 556, 97_887, 0, 30, 21.0, 600) for i in range(4))))
+        api.state.apply(
+            GpuSample(
+                "blackwell",
+                NOW,
+                tuple(gpu(i, PRO6000, 61_234 if i == 3 else 556, 97_887, 0, 30, 21.0, 600) for i in range(4)),
+            )
+        )
         app._dirty_hosts = None
         app._sync_screens()
         assert pane in screen._dirty_widgets  # told at once, before any message ran

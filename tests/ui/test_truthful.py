@@ -30,8 +30,14 @@ async def test_header_counts_say_what_they_count(make_app) -> None:  # type: ign
         assert "1 serving · 1 starting · 1 crashed" in heads["blackwell"], heads
         assert "1 serving" in heads["ct129"] and "crashed" not in heads["ct129"], heads
         api.emit(ServerGone(SERVING, NOW, exit_status=0))  # the only ct129 server ends: still shown, so counted
-        await until(pilot, lambda: "2 crashed" in text_of(app.screen.query_one("#topbar", Static)) and any(
-            "crashed" in text_of(h) for h in app.screen.query(HostHeader) if h.host == "ct129"), "the end counted")
+        await until(
+            pilot,
+            lambda: (
+                "2 crashed" in text_of(app.screen.query_one("#topbar", Static))
+                and any("crashed" in text_of(h) for h in app.screen.query(HostHeader) if h.host == "ct129")
+            ),
+            "the end counted",
+        )
         heads = {h.host: text_of(h) for h in app.screen.query(HostHeader)}
         assert "· 1 crashed" in heads["ct129"] and " server" not in heads["ct129"], heads
         top = text_of(app.screen.query_one("#topbar", Static))

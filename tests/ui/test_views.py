@@ -38,8 +38,12 @@ def test_an_unchanged_fleet_gives_an_equal_view_and_a_new_batch_line_a_different
     feed("".join(line + "\n" for line in SERVING_LOG))
     v0 = server_view(st.servers[m.name], NOW)
     assert server_view(st.servers[m.name], NOW) == v0  # nothing new: a widget draws nothing
-    feed(SERVING_LOG[-1].replace("gen throughput (token/s): 267.00", "gen throughput (token/s): 301.00")
-         .replace("#running-req: 3", "#running-req: 5") + "\n")
+    feed(
+        SERVING_LOG[-1]
+        .replace("gen throughput (token/s): 267.00", "gen throughput (token/s): 301.00")
+        .replace("#running-req: 3", "#running-req: 5")
+        + "\n"
+    )
     v1 = server_view(st.servers[m.name], NOW)
     assert v1 != v0 and v1.load == "run 5 · queue 0 · KV 42%" and v1.log_tail[-1] != v0.log_tail[-1]
 
@@ -52,7 +56,9 @@ def test_an_idle_gpus_next_sample_at_a_jittered_time_gives_an_equal_view() -> No
     g = st.host("blackwell").gpus[1]  # free, idle: the same reading every second
     reading = g.reading
     v0 = pane_view(st, "blackwell", 1, NOW, points=30)
-    st.apply(GpuSample("blackwell", g.history[-1].at + 1.013, tuple(x.reading for x in st.host("blackwell").gpus.values())))
+    st.apply(
+        GpuSample("blackwell", g.history[-1].at + 1.013, tuple(x.reading for x in st.host("blackwell").gpus.values()))
+    )
     assert g.reading == reading and g.history[-1].at != g.history[-2].at + 1
     v1 = pane_view(st, "blackwell", 1, NOW, points=30)
     assert v1.util_series is not None and v1.util_series.interval_s == pytest.approx(1.0)
@@ -119,10 +125,15 @@ def test_crashed_pane_keeps_cause_fix_and_log_tail() -> None:
     assert any("Received sigquit" in x for x in lines)
 
 
-@pytest.mark.parametrize(("size", "shelves", "height"), [((80, 24), (("ct129",), ("blackwell",)), 7),
-                                                         ((120, 36), (("ct129",), ("blackwell",)), 9),
-                                                         ((160, 48), (("ct129",), ("blackwell",)), 20),
-                                                         ((200, 60), (("ct129",), ("blackwell",)), 25)])
+@pytest.mark.parametrize(
+    ("size", "shelves", "height"),
+    [
+        ((80, 24), (("ct129",), ("blackwell",)), 7),
+        ((120, 36), (("ct129",), ("blackwell",)), 9),
+        ((160, 48), (("ct129",), ("blackwell",)), 20),
+        ((200, 60), (("ct129",), ("blackwell",)), 25),
+    ],
+)
 def test_layout_fills_the_terminal(size: tuple[int, int], shelves: tuple[tuple[str, ...], ...], height: int) -> None:
     w, h = size
     lay = fleet_layout(w, h, [("ct129", 2), ("blackwell", 4)])

@@ -13,8 +13,13 @@ from collections.abc import Callable
 from tests.patience import patient
 
 
-async def until(pilot, cond: Callable[[], object], what: str | Callable[[], str], timeout: float = 2.0,  # type: ignore[no-untyped-def]
-                every: float = 0.05) -> None:
+async def until(
+    pilot,
+    cond: Callable[[], object],
+    what: str | Callable[[], str],
+    timeout: float = 2.0,  # type: ignore[no-untyped-def]
+    every: float = 0.05,
+) -> None:
     """Returns once `cond()` is truthy; an AssertionError naming `what` (a string, or a callable that describes
     the state seen last) after `patient(timeout)` seconds. An exception from `cond` (a widget not mounted yet:
     NoMatches) counts as "not yet", and is chained to the failure if the time runs out."""

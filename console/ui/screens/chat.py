@@ -90,8 +90,14 @@ class ChatScreen(Screen):
     BINDINGS = [
         Binding("escape", "back", "Back", id="chat-back"),
         Binding("y", "copy_curl", "Copy curl", id="chat-curl", tooltip="Copy the equivalent curl command."),
-        Binding("ctrl+y", "copy_curl", "Copy curl", id="chat-curl-typing", show=False,
-                tooltip="Copy the curl command while typing a prompt."),
+        Binding(
+            "ctrl+y",
+            "copy_curl",
+            "Copy curl",
+            id="chat-curl-typing",
+            show=False,
+            tooltip="Copy the curl command while typing a prompt.",
+        ),
         Binding("ctrl+l", "clear", "Clear", id="chat-clear", tooltip="Start a new conversation."),
     ]
     DEFAULT_CSS = """
@@ -121,7 +127,8 @@ class ChatScreen(Screen):
         servers = [s for s in console_app(self).state.servers.values() if s.alive]
         routers = getattr(getattr(self.app, "router_manager", None), "views", {})  # issue 15: chat through a router
         return [(Content(fmt.clean(s.name)), s.name) for s in servers] + [
-            (Content(f"router:{n}"), f"router:{n}") for n, v in routers.items() if v.phase == "running"]
+            (Content(f"router:{n}"), f"router:{n}") for n, v in routers.items() if v.phase == "running"
+        ]
 
     def compose(self) -> ComposeResult:
         choices = self._choices()
@@ -130,8 +137,13 @@ class ChatScreen(Screen):
             self.server_name = names[0] if names else None
         with Horizontal(id="bar"):
             yield Label("fleet › chat ›", id="crumbs")  # where this screen sits; esc goes back to the fleet
-            yield Select(choices, value=self.server_name if self.server_name else Select.BLANK, id="server",
-                         prompt="server", allow_blank=not names)
+            yield Select(
+                choices,
+                value=self.server_name if self.server_name else Select.BLANK,
+                id="server",
+                prompt="server",
+                allow_blank=not names,
+            )
             yield Label("max tokens")
             yield Input("512", type="integer", id="max-tokens")
             yield Label("temp")
@@ -162,8 +174,9 @@ class ChatScreen(Screen):
         except ValueError:
             temperature = 0.7
         msgs = [*self.messages, {"role": "user", "content": prompt}] if prompt is not None else list(self.messages)
-        return ChatRequest(msgs, max_tokens=max_tokens, temperature=temperature,
-                           thinking=self.query_one("#thinking", Switch).value)
+        return ChatRequest(
+            msgs, max_tokens=max_tokens, temperature=temperature, thinking=self.query_one("#thinking", Switch).value
+        )
 
     @on(Input.Submitted, "#prompt")
     async def _send(self, event: Input.Submitted) -> None:
@@ -214,8 +227,10 @@ class ChatScreen(Screen):
             return
         self.messages = [*req.messages, {"role": "assistant", "content": turn.answer}]
         ttft_s = f"{ttft * 1000:.0f} ms" if ttft is not None else "—"
-        turn.stats(f"TTFT {ttft_s} · {tokens if tokens is not None else '—'} tokens · "
-                   f"{f'{tok_s:.1f}' if tok_s is not None else '—'} tok/s · finish {finish or '—'}")
+        turn.stats(
+            f"TTFT {ttft_s} · {tokens if tokens is not None else '—'} tokens · "
+            f"{f'{tok_s:.1f}' if tok_s is not None else '—'} tok/s · finish {finish or '—'}"
+        )
 
     def action_copy_curl(self) -> None:
         name = self.server_name

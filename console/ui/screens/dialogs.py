@@ -19,8 +19,14 @@ class ConfirmScreen(ModalScreen[bool]):
     BINDINGS = [
         Binding("y", "answer(True)", "Yes", id="confirm-yes", tooltip="Yes: do it."),
         Binding("n,escape", "answer(False)", "Cancel", id="confirm-no", tooltip="Cancel (enter does too)."),
-        Binding("left,right,tab,shift+tab", "switch", "Switch", id="confirm-switch", show=False,
-                tooltip="Move between Cancel and Yes."),
+        Binding(
+            "left,right,tab,shift+tab",
+            "switch",
+            "Switch",
+            id="confirm-switch",
+            show=False,
+            tooltip="Move between Cancel and Yes.",
+        ),
     ]
     DEFAULT_CSS = """
     ConfirmScreen .dialog { max-width: 72; }

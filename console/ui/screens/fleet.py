@@ -125,8 +125,13 @@ class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         Binding("l", "launch", "Launch", id="launch", tooltip="Pick a preset for the selected GPU(s)."),
         *ServerKeys.SERVER_BINDINGS,
         Binding("enter", "details", "Details", id="details", tooltip="Log, timeline and command of the server."),
-        Binding("slash", "filter", "Filter", id="fleet-filter",
-                tooltip="Show only GPUs whose host, preset, server or phase match (esc clears)."),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            id="fleet-filter",
+            tooltip="Show only GPUs whose host, preset, server or phase match (esc clears).",
+        ),
         Binding("space", "mark", "Mark", id="mark", show=False, tooltip="Mark GPUs for a multi-GPU launch."),
         Binding("left,h", "move(-1, 0)", "←", id="left", show=False, tooltip="Select the GPU to the left."),
         Binding("right", "move(1, 0)", "→", id="right", show=False, tooltip="Select the GPU to the right."),
@@ -164,8 +169,11 @@ class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         yield self._topbar
         yield self._box
         yield self._activity
-        yield Input(placeholder="filter GPUs: host, preset, server or phase words (enter: keep, esc: clear)",
-                    id="fleet-filter", disabled=True)
+        yield Input(
+            placeholder="filter GPUs: host, preset, server or phase words (enter: keep, esc: clear)",
+            id="fleet-filter",
+            disabled=True,
+        )
         yield ConsoleFooter()
 
     def on_mount(self) -> None:
@@ -225,10 +233,15 @@ class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         self._sync_topbar()
         if self._activity is not None:
             self._activity.sync()
-        if (not isinstance(self.focused, (GpuPane, RouterBand, HelpSheet))  # a focused router band keeps focus
-                # (issue 15), and so does the open help, which gives it back when it closes
-                or (self._auto and isinstance(self.focused, GpuPane)  # the console's pick follows the order,
-                    and (self.focused.host, self.focused.gpu) == self._auto_target)):  # never a pane focused since
+        if (
+            not isinstance(self.focused, (GpuPane, RouterBand, HelpSheet))  # a focused router band keeps focus
+            # (issue 15), and so does the open help, which gives it back when it closes
+            or (
+                self._auto
+                and isinstance(self.focused, GpuPane)  # the console's pick follows the order,
+                and (self.focused.host, self.focused.gpu) == self._auto_target
+            )
+        ):  # never a pane focused since
             self._refocus()
         refresh_bindings_if_changed(self)
 
@@ -279,12 +292,20 @@ class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         st = app.state
         gpus = sum(len(h.gpus) for h in st.hosts.values())
         counts = fmt.server_counts(s.phase for s in st.servers.values())
-        parts: list[tuple[str, str] | str] = [("dflash-console", "bold"), " › fleet", f"   {fmt.plural(len(st.hosts), 'host')} · "
-                                              f"{fmt.plural(gpus, 'GPU')} · {counts}"]
+        parts: list[tuple[str, str] | str] = [
+            ("dflash-console", "bold"),
+            " › fleet",
+            f"   {fmt.plural(len(st.hosts), 'host')} · {fmt.plural(gpus, 'GPU')} · {counts}",
+        ]
         if self.filter_text:
             n = sum(len(v) for v in self._shown.values())
-            parts.append((f"  filter “{fmt.clean(self.filter_text, 40)}”: {n} of {fmt.plural(gpus, 'GPU')} "
-                          "(/ edit · esc clear)", "bold reverse"))
+            parts.append(
+                (
+                    f"  filter “{fmt.clean(self.filter_text, 40)}”: {n} of {fmt.plural(gpus, 'GPU')} "
+                    "(/ edit · esc clear)",
+                    "bold reverse",
+                )
+            )
         if app.read_only:
             parts.append(("  READ-ONLY ", "bold reverse"))
         if app.demo is not None:

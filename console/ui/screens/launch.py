@@ -22,8 +22,9 @@ def replica_tp(preset: Preset) -> int:
     return preset.tp or len(preset.gpus)
 
 
-def matching_presets(presets: dict[str, Preset], host: str, gpus: list[int],
-                     marked: bool = False) -> tuple[list[str], bool]:
+def matching_presets(
+    presets: dict[str, Preset], host: str, gpus: list[int], marked: bool = False
+) -> tuple[list[str], bool]:
     """Presets on `host` for the selection (exact fit first); falls back to all of the host's.
 
     Marked GPUs are the target: a preset fits when its TP groups divide them (it is re-planned onto them)."""
@@ -58,19 +59,25 @@ def target_line(name: str, preset: Preset, gpus: list[int], marked: bool) -> tup
     if use is not None:
         n = len(use) // tp
         what = "marked" if marked else "selected"
-        return (f"on the {what} GPU{'s' if len(use) > 1 else ''} {fmt.gpu_span(use)} instead of the preset's {own}: "
-                f"{n} replica{'s' if n != 1 else ''} of TP{tp}, ports chosen free by the pre-check", None)
+        return (
+            f"on the {what} GPU{'s' if len(use) > 1 else ''} {fmt.gpu_span(use)} instead of the preset's {own}: "
+            f"{n} replica{'s' if n != 1 else ''} of TP{tp}, ports chosen free by the pre-check",
+            None,
+        )
     if marked and sorted(gpus) != sorted(preset.gpus):
-        return "", (f"{name} runs TP{tp}: the {len(gpus)} marked GPU{'s' if len(gpus) != 1 else ''} "
-                    f"{fmt.gpu_span(gpus)} cannot be split into groups of {tp}; mark {tp} GPUs (or a multiple "
-                    f"of {tp}), or unmark them to launch on the preset's GPUs {own}")
+        return "", (
+            f"{name} runs TP{tp}: the {len(gpus)} marked GPU{'s' if len(gpus) != 1 else ''} "
+            f"{fmt.gpu_span(gpus)} cannot be split into groups of {tp}; mark {tp} GPUs (or a multiple "
+            f"of {tp}), or unmark them to launch on the preset's GPUs {own}"
+        )
     return f"on the preset's GPUs {own}", None
 
 
 def blocking_reasons(pv: LaunchPreview) -> list[str]:
     """Why a launch is refused: lint errors and failed blocking pre-checks."""
-    return ([f.message for f in pv.findings if f.severity == "error"]
-            + [c.message for c in pv.checks if c.blocking and not c.ok])
+    return [f.message for f in pv.findings if f.severity == "error"] + [
+        c.message for c in pv.checks if c.blocking and not c.ok
+    ]
 
 
 def preview_content(pv: LaunchPreview, where: str) -> Content:
@@ -80,8 +87,13 @@ def preview_content(pv: LaunchPreview, where: str) -> Content:
         parts.append((f"{fmt.clean(where)}\n\n", "italic"))
     for plan in pv.plans:
         r = plan.replica
-        parts += [(f"{r.name}", "bold"), f"  GPUs {fmt.gpu_span(r.gpus)} · TP{r.tp} · port {r.port}\n",
-                  ("$ ", "bold"), fmt.clean(mask(plan.command)), "\n\n"]
+        parts += [
+            (f"{r.name}", "bold"),
+            f"  GPUs {fmt.gpu_span(r.gpus)} · TP{r.tp} · port {r.port}\n",
+            ("$ ", "bold"),
+            fmt.clean(mask(plan.command)),
+            "\n\n",
+        ]
     for f in pv.findings:
         colour = "red" if f.severity == "error" else "yellow"
         parts += [(f"{f.severity} [{fmt.clean(f.rule)}] ", f"bold {colour}"), fmt.clean(f.message)]
@@ -89,8 +101,10 @@ def preview_content(pv: LaunchPreview, where: str) -> Content:
             parts += [("  fix: ", "bold"), fmt.clean(f.fix)]
         parts.append("\n")
     for c in pv.checks:
-        parts += [("✓ " if c.ok else ("✗ " if c.blocking else "! "), "green" if c.ok else "red" if c.blocking else "yellow"),
-                  f"{fmt.clean(c.name)}: {fmt.clean(c.message)}\n"]
+        parts += [
+            ("✓ " if c.ok else ("✗ " if c.blocking else "! "), "green" if c.ok else "red" if c.blocking else "yellow"),
+            f"{fmt.clean(c.name)}: {fmt.clean(c.message)}\n",
+        ]
     return Content.assemble(*parts)
 
 
@@ -124,12 +138,24 @@ class LaunchScreen(ModalScreen[None]):
         presets = console_app(self).fleet.presets
         names, exact = matching_presets(presets, self.host, self.gpus, self.marked)
         span = fmt.gpu_span(self.gpus)
-        sel = (f": marked GPU{'s' if len(self.gpus) > 1 else ''} {span}" if self.marked
-               else f" (GPU {span} selected)" if self.gpus else "")
+        sel = (
+            f": marked GPU{'s' if len(self.gpus) > 1 else ''} {span}"
+            if self.marked
+            else f" (GPU {span} selected)"
+            if self.gpus
+            else ""
+        )
         with Vertical(classes="dialog"):
             yield Static(Content(f"Launch on {fmt.clean(self.host)}{sel}"), classes="dialog-title")
-            note = "" if exact else ("no preset's TP groups divide the marked GPUs; all presets of this host:"
-                                     if self.marked else "no preset uses exactly these GPUs; all presets of this host:")
+            note = (
+                ""
+                if exact
+                else (
+                    "no preset's TP groups divide the marked GPUs; all presets of this host:"
+                    if self.marked
+                    else "no preset uses exactly these GPUs; all presets of this host:"
+                )
+            )
             yield Static(Content(note or "pick a preset (enter), esc to cancel"), id="note")
             yield OptionList(*[Option(self._label(n, presets[n]), id=n) for n in names], id="presets")
             with VerticalScroll(id="preview"):
@@ -139,8 +165,11 @@ class LaunchScreen(ModalScreen[None]):
     @staticmethod
     def _label(name: str, p: Preset) -> Content:
         port = p.port if isinstance(p.port, int) else p.port[0]
-        return Content.assemble((name, "bold"), f"  GPUs {fmt.gpu_span(p.gpus)} · TP{p.tp or len(p.gpus)} · "
-                                f":{port} · ", (fmt.clean(p.model, 60), "italic"))
+        return Content.assemble(
+            (name, "bold"),
+            f"  GPUs {fmt.gpu_span(p.gpus)} · TP{p.tp or len(p.gpus)} · :{port} · ",
+            (fmt.clean(p.model, 60), "italic"),
+        )
 
     def on_mount(self) -> None:
         if not self.query_one(OptionList).option_count:
@@ -174,8 +203,11 @@ class LaunchScreen(ModalScreen[None]):
         self.query_one("#preview-body", Static).update(preview_content(pv, where))
         reasons = blocking_reasons(pv)
         if pv.blocked:  # the reason at the top, not a 'blocked' under a screen of commands
-            note = Content.assemble(("blocked", "bold red"), f": {fmt.clean(reasons[0]) if reasons else name}",
-                                    f" (+{len(reasons) - 1} more below)" if len(reasons) > 1 else "")
+            note = Content.assemble(
+                ("blocked", "bold red"),
+                f": {fmt.clean(reasons[0]) if reasons else name}",
+                f" (+{len(reasons) - 1} more below)" if len(reasons) > 1 else "",
+            )
         else:
             note = Content.assemble(("ready to launch", "bold green"), f": {name}")
         self.query_one("#note", Static).update(note)

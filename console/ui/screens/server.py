@@ -32,7 +32,9 @@ from console.ui.widgets.gpu_pane import colours, spans
 from console.ui.widgets.log_view import LogView
 
 
-def timeline_table(rows: tuple[tuple[str, float | None, float | None], ...], c: dict[str, str] | None = None) -> Content:
+def timeline_table(
+    rows: tuple[tuple[str, float | None, float | None], ...], c: dict[str, str] | None = None
+) -> Content:
     """Seconds per startup phase for this launch and the previous one, as aligned plain Content (a Rich Table
     was ~60 ms of every server-screen open)."""
     c = c or {}
@@ -46,8 +48,13 @@ def timeline_table(rows: tuple[tuple[str, float | None, float | None], ...], c: 
             d = a - b
             delta = f"{d:+.1f} s"
             tone = c.get("phase-crashed", "red") if d > 0.5 else c.get("phase-ready", "green") if d < -0.5 else ""
-        lines.append(Content.assemble((f"{word:<16}", "bold" if word == "total" else ""),
-                                      f"{fmt.duration(a):>9}{fmt.duration(b):>9}", (f"{delta:>9}", tone)))
+        lines.append(
+            Content.assemble(
+                (f"{word:<16}", "bold" if word == "total" else ""),
+                f"{fmt.duration(a):>9}{fmt.duration(b):>9}",
+                (f"{delta:>9}", tone),
+            )
+        )
     return Content("\n").join(lines)
 
 
@@ -88,8 +95,14 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         Binding("x", "traceback", "Traceback", id="traceback", tooltip="Jump to the crash's traceback."),
         Binding("end,G", "follow", "Follow", id="follow", show=False, tooltip="Follow the log tail again."),
         Binding("z", "toggle_wrap", "Wrap", id="wrap", show=False, tooltip="Wrap long log lines (or cut them)."),
-        Binding("o", "older_log", "Older log", id="older-log", show=False,
-                tooltip="View the previous launch's log (again: the one before; O: back to the current)."),
+        Binding(
+            "o",
+            "older_log",
+            "Older log",
+            id="older-log",
+            show=False,
+            tooltip="View the previous launch's log (again: the one before; O: back to the current).",
+        ),
         Binding("O", "current_log", "Current log", id="current-log", show=False, tooltip="Back to the current log."),
         Binding("y", "copy", "Copy", id="copy", show=False, tooltip="Copy the visible lines."),
         Binding("w", "save", "Save", id="save", show=False, tooltip="Save the shown lines to a file."),
@@ -275,24 +288,42 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         view = self.query_one(LogView)
         srv = self.current_server()
         matches = len(view.matches) if view.query_text else 0
-        key = (view.follow, view.filtered, view.wrap, view.query_text, matches, view.current,
-               self.older[:2] if self.older else None, len(srv.previous_logs) if srv else 0,
-               console_app(self).last_probe_line)
+        key = (
+            view.follow,
+            view.filtered,
+            view.wrap,
+            view.query_text,
+            matches,
+            view.current,
+            self.older[:2] if self.older else None,
+            len(srv.previous_logs) if srv else 0,
+            console_app(self).last_probe_line,
+        )
         if key == self._bar:
             return
         self._bar = key
         c = colours(self)
         parts: list[tuple[str, str] | str] = []
         if self.older is not None:
-            parts.append((f"previous log {self.older[0]} of {len(srv.previous_logs) if srv else '?'}: "
-                          f"{fmt.clean(self.older[1], 80)} (O: current) · ", f"bold {c['phase-starting']}"))
+            parts.append(
+                (
+                    f"previous log {self.older[0]} of {len(srv.previous_logs) if srv else '?'}: "
+                    f"{fmt.clean(self.older[1], 80)} (O: current) · ",
+                    f"bold {c['phase-starting']}",
+                )
+            )
         parts.append(("following" if view.follow else "paused (G: follow)", "bold" if view.follow else c["gpu-warm"]))
         parts.append(" · warnings/errors only (f)" if view.filtered else " · all lines (f)")
         parts.append(" · wrap (z)" if view.wrap else " · cut (z: wrap)")
         if view.query_text:
             where = f"{view.current + 1}/{matches}" if matches and view.current >= 0 else f"{matches}"
-            parts.append((f" · “{fmt.clean(view.query_text, 30)}” {where} match{'es' if matches != 1 else ''}"
-                          " (n/N, esc: clear)", "bold"))
+            parts.append(
+                (
+                    f" · “{fmt.clean(view.query_text, 30)}” {where} match{'es' if matches != 1 else ''}"
+                    " (n/N, esc: clear)",
+                    "bold",
+                )
+            )
         if srv is not None and srv.previous_logs and self.older is None:
             parts.append(f" · {fmt.plural(len(srv.previous_logs), 'older log')} (o)")
         probe = console_app(self).last_probe_line
@@ -368,8 +399,9 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
             try:
                 data = await api.read_file(srv.meta.host, path)
             except Exception as e:  # an unreachable host, a deleted file: say so, keep the current log
-                self.notify(f"could not read {fmt.clean(path)}: {fmt.clean(str(e), 200)}", severity="error",
-                            markup=False)
+                self.notify(
+                    f"could not read {fmt.clean(path)}: {fmt.clean(str(e), 200)}", severity="error", markup=False
+                )
                 return
             self.older = (back, path, data.decode("utf-8", "replace").splitlines())
             view = self.query_one(LogView)
@@ -378,8 +410,14 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
             view.scroll_home(animate=False)
             self._sync_bar()
 
-        self.run_worker(load(), name="older-log", group="older-log", exclusive=True, exit_on_error=False,
-                        description=f"reading {path}")
+        self.run_worker(
+            load(),
+            name="older-log",
+            group="older-log",
+            exclusive=True,
+            exit_on_error=False,
+            description=f"reading {path}",
+        )
 
     def action_current_log(self) -> None:
         if self.older is None:

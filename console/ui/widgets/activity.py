@@ -38,13 +38,18 @@ class ActivityLog(Static):
         c = colours(self)
         room = max(1, height or 6)
         if not self.entries:
-            self.update(Content("activity: server ready, crashed and host up/down notices will appear here"),
-                        layout=False)
+            self.update(
+                Content("activity: server ready, crashed and host up/down notices will appear here"), layout=False
+            )
             return
         lines = []
         for n in list(self.entries)[-room:]:
             colour = {"error": c["phase-crashed"], "warning": c["phase-starting"], "info": c["fg"]}[n.level]
             icon = {"error": "✖", "warning": "!", "info": "•"}[n.level]
-            lines.append(Content.assemble((time.strftime("%H:%M:%S", time.localtime(n.at)) + " ", c["dim"]),
-                                          (f"{icon} {fmt.clean(n.message, 300)}", colour)))
+            lines.append(
+                Content.assemble(
+                    (time.strftime("%H:%M:%S", time.localtime(n.at)) + " ", c["dim"]),
+                    (f"{icon} {fmt.clean(n.message, 300)}", colour),
+                )
+            )
         self.update(Content("\n").join(lines), layout=False)  # its height is set by the screen, not the text

@@ -24,13 +24,35 @@ from textual.widget import Widget
 
 
 @lru_cache(maxsize=64)
-def _strips(size: int, virtual_size: int, window_size: int, position: float, thickness: int, vertical: bool,
-            back: Color | None, bar: Color | None, width: int, height: int, base: RichStyle) -> list[Strip]:
+def _strips(
+    size: int,
+    virtual_size: int,
+    window_size: int,
+    position: float,
+    thickness: int,
+    vertical: bool,
+    back: Color | None,
+    bar: Color | None,
+    width: int,
+    height: int,
+    base: RichStyle,
+) -> list[Strip]:
     """The bar's rows; `base` (the widget's own style) goes beneath every cell, as Rich's renderer puts it."""
-    segments = list(Segment.apply_style(ScrollBarRender.render_bar(
-        size=size, virtual_size=virtual_size, window_size=window_size, position=position, thickness=thickness,
-        vertical=vertical, back_color=back or Color.parse("#555555"),
-        bar_color=bar or Color.parse("bright_magenta")).segments, style=base))
+    segments = list(
+        Segment.apply_style(
+            ScrollBarRender.render_bar(
+                size=size,
+                virtual_size=virtual_size,
+                window_size=window_size,
+                position=position,
+                thickness=thickness,
+                vertical=vertical,
+                back_color=back or Color.parse("#555555"),
+                bar_color=bar or Color.parse("bright_magenta"),
+            ).segments,
+            style=base,
+        )
+    )
     # vertical: a segment a row (Segments adds the line breaks when Rich renders it); horizontal: split at them
     rows: Iterable[list[Segment]] = [[seg] for seg in segments] if vertical else Segment.split_lines(segments)
     return [Strip(row).crop_extend(0, width, None) for row in rows][:height]
@@ -44,8 +66,19 @@ class CachedScrollBarRender(ScrollBarRender, Visual):
         h = height if height is not None else 1
         size = h if self.vertical else width
         thickness = width if self.vertical else h
-        return _strips(size, int(self.virtual_size), int(self.window_size), float(self.position), thickness,
-                       self.vertical, rich.bgcolor, rich.color, width, h, style.rich_style)
+        return _strips(
+            size,
+            int(self.virtual_size),
+            int(self.window_size),
+            float(self.position),
+            thickness,
+            self.vertical,
+            rich.bgcolor,
+            rich.color,
+            width,
+            h,
+            style.rich_style,
+        )
 
     def get_optimal_width(self, rules: RulesMap, container_width: int) -> int:
         return container_width

@@ -65,8 +65,10 @@ class ConsoleFooter(Footer):
 def _signature(screen: Screen) -> Sig | None:
     """What the footer shows of a screen's bindings: key, action, description, shown, enabled, tooltip."""
     try:
-        return tuple((key, ab.binding.action, ab.binding.description, ab.binding.show, ab.enabled, ab.tooltip)
-                     for key, ab in screen.active_bindings.items())
+        return tuple(
+            (key, ab.binding.action, ab.binding.description, ab.binding.show, ab.enabled, ab.tooltip)
+            for key, ab in screen.active_bindings.items()
+        )
     except Exception:  # not mounted yet: recompose as Textual does
         return None
 

@@ -28,10 +28,22 @@ from console.ui.themes import SEMANTIC_DEFAULTS
 from console.ui.views import PaneView, Series, Span, pane_view
 from console.ui.visibility import CatchUpWhenShown, content_width, visible_widgets
 
-TONES = {"ready": "phase-ready", "serving": "phase-serving", "starting": "phase-starting",
-         "crashed": "phase-crashed", "stopped": "phase-stopped", "external": "external", "hot": "gpu-hot",
-         "warm": "gpu-warm", "stale": "stale", "down": "host-down", "vram": "vram-bar", "util": "util-bar",
-         "dim": "dim", "fg": "fg"}
+TONES = {
+    "ready": "phase-ready",
+    "serving": "phase-serving",
+    "starting": "phase-starting",
+    "crashed": "phase-crashed",
+    "stopped": "phase-stopped",
+    "external": "external",
+    "hot": "gpu-hot",
+    "warm": "gpu-warm",
+    "stale": "stale",
+    "down": "host-down",
+    "vram": "vram-bar",
+    "util": "util-bar",
+    "dim": "dim",
+    "fg": "fg",
+}
 """View tones (console/ui/views.py) to theme variables."""
 GRAPH_MAX_ROWS = 12
 _RUNS = re.compile(r" +|[^ ]+")
@@ -126,8 +138,7 @@ def draw_pane(v: PaneView, w: int, rows: int, c: dict[str, str]) -> list[Content
         elif s.phase in fmt.STARTING:
             lines += [head, status, *(spans(d, c) for d in s.detail)]
         else:
-            tok = Content.styled(s.tok_s.rjust(11) if s.tok_series else s.tok_s,
-                                 "bold" if s.tok_series else c["dim"])
+            tok = Content.styled(s.tok_s.rjust(11) if s.tok_series else s.tok_s, "bold" if s.tok_series else c["dim"])
             if compact:
                 lines += [head, status + "  " + s.load_short]
             else:
@@ -136,8 +147,13 @@ def draw_pane(v: PaneView, w: int, rows: int, c: dict[str, str]) -> list[Content
                 series.append(s.tok_series)
                 room = w - tok.cell_length - 1
                 if rows - len(lines) < 4 and room > 0:  # no room for a graph: an inline sparkline
-                    tok = tok + " " + Content.styled(fmt.sparkline(s.tok_series.values, room, top=s.tok_series.top),
-                                                     c["phase-serving"])
+                    tok = (
+                        tok
+                        + " "
+                        + Content.styled(
+                            fmt.sparkline(s.tok_series.values, room, top=s.tok_series.top), c["phase-serving"]
+                        )
+                    )
                     series.clear()
             lines.append(tok)
     series += [x for x in (v.util_series, v.vram_series) if x is not None]
@@ -181,8 +197,11 @@ def _graph_column(sr: Series, cw: int, height: int, tone: str, dim: str) -> tupl
     out = [Content.styled(label[:cw].ljust(cw), dim)]
     out += [Content.styled(row, tone) for row in rows[:-1]]
     if rows:  # the zero line, so an idle GPU's graph reads as zero, not as missing
-        out.append(Content.assemble(*((run, tone) if run[0] != " " else ("▁" * len(run), dim)
-                                      for run in _RUNS.findall(rows[-1]))))
+        out.append(
+            Content.assemble(
+                *((run, tone) if run[0] != " " else ("▁" * len(run), dim) for run in _RUNS.findall(rows[-1]))
+            )
+        )
     return tuple(out)
 
 
@@ -252,8 +271,16 @@ class GpuPane(KeysToScreen, CatchUpWhenShown, StillStrips, Widget, can_focus=Tru
         self.behind = False
         app = console_app(self)
         w, rows = content_width(self), max(0, self.outer_size.height - self.styles.gutter.height)
-        view = pane_view(app.state, self.host, self.gpu, app.now(), marked=self.marked,
-                         points=max(1, w), graphs=rows >= GRAPH_MIN_ROWS, tail=max(0, rows - 5))
+        view = pane_view(
+            app.state,
+            self.host,
+            self.gpu,
+            app.now(),
+            marked=self.marked,
+            points=max(1, w),
+            graphs=rows >= GRAPH_MIN_ROWS,
+            tail=max(0, rows - 5),
+        )
         old, self.view = self.view, view
         if view == old:
             return
@@ -275,8 +302,11 @@ class GpuPane(KeysToScreen, CatchUpWhenShown, StillStrips, Widget, can_focus=Tru
             return
         # only the rows whose text or styles changed: Textual repaints (and writes to the terminal) every cell
         # of a dirty region, and a telemetry tick changes one or two rows of a pane
-        dirty = [Region(0, y, w, 1) for y, (a, b) in enumerate(zip(before, lines, strict=True))
-                 if a.plain != b.plain or a.spans != b.spans]
+        dirty = [
+            Region(0, y, w, 1)
+            for y, (a, b) in enumerate(zip(before, lines, strict=True))
+            if a.plain != b.plain or a.spans != b.spans
+        ]
         for r in dirty:
             self._strips.pop(r.y, None)
         if dirty:
@@ -338,7 +368,10 @@ class GpuPane(KeysToScreen, CatchUpWhenShown, StillStrips, Widget, can_focus=Tru
             # Content straight to segments (the lines are fitted to the width already, and a pane has no links):
             # Visual.to_strips took 135 us a row against 50 us, and a telemetry tick redraws ~50 rows a frame
             width, style, lines = rows
-            strip = (with_offsets(line_segments(lines[y], style, self._span_styles), y, width) if y < len(lines)
-                     else Strip.blank(width, style.rich_style).apply_offsets(0, y))
+            strip = (
+                with_offsets(line_segments(lines[y], style, self._span_styles), y, width)
+                if y < len(lines)
+                else Strip.blank(width, style.rich_style).apply_offsets(0, y)
+            )
             self._strips[y] = strip
         return strip

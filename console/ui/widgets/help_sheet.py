@@ -21,8 +21,10 @@ from console.ui.help_keys import Row, binding_rows, key_table, title_of
 from console.ui.textual_private import StillStrips, overlay_change
 
 SHEET_ID = "help-sheet"
-FOOT = ("esc, q or ? closes · ↑↓ scroll · ctrl+p: command palette (server: relaunch, host: reconnect, …) · "
-        "remap any id in hosts.toml [keymap], e.g. launch = \"ctrl+l\"")
+FOOT = (
+    "esc, q or ? closes · ↑↓ scroll · ctrl+p: command palette (server: relaunch, host: reconnect, …) · "
+    'remap any id in hosts.toml [keymap], e.g. launch = "ctrl+l"'
+)
 
 
 class SheetText(StillStrips, Static):

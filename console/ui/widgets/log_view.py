@@ -42,8 +42,7 @@ class LogView(ScrollView, can_focus=True):
     LogView > .logview--match { background: $accent 40%; }
     LogView > .logview--current { background: $accent; color: $background; text-style: bold; }
     """
-    COMPONENT_CLASSES = {"logview--gutter", "logview--error", "logview--warning", "logview--match",
-                         "logview--current"}
+    COMPONENT_CLASSES = {"logview--gutter", "logview--error", "logview--warning", "logview--match", "logview--current"}
 
     follow: var[bool] = var(True)
     filtered: var[bool] = var(False)
@@ -102,7 +101,7 @@ class LogView(ScrollView, can_focus=True):
         if not self.filtered:
             return range(len(self._buf) - self._head)
         first = self._first
-        return [a - first for a in self._frows[self._fhead:]]
+        return [a - first for a in self._frows[self._fhead :]]
 
     @property
     def _nrows(self) -> int:
@@ -171,7 +170,7 @@ class LogView(ScrollView, can_focus=True):
         """Absolute numbers of the lines shown (filter applied) after line `after`."""
         first = self._first
         if self.filtered:
-            return self._frows[bisect_left(self._frows, after + 1, self._fhead):]
+            return self._frows[bisect_left(self._frows, after + 1, self._fhead) :]
         return range(max(first, after + 1), self._count)
 
     def _rewrap_tail(self) -> None:
@@ -218,12 +217,12 @@ class LogView(ScrollView, can_focus=True):
             self._head += drop
             first = self._first
             if self._head > 4096 and self._head * 2 > len(self._buf):
-                del self._buf[:self._head]
+                del self._buf[: self._head]
                 self._head = 0
             if self.filtered:
                 self._fhead = bisect_left(self._frows, first, self._fhead)
                 if self._fhead > 4096 and self._fhead * 2 > len(self._frows):
-                    del self._frows[:self._fhead]
+                    del self._frows[: self._fhead]
                     self._fhead = 0
             if self._hits and self._hits[0] < first:
                 gone = bisect_left(self._hits, first)
@@ -276,7 +275,7 @@ class LogView(ScrollView, can_focus=True):
         first = self._first
         self._hits = [first + i for i, x in enumerate(self.lines) if q and q in x.lower()]
         if self.filtered:
-            kept = set(self._frows[self._fhead:])
+            kept = set(self._frows[self._fhead :])
             self._hits = [a for a in self._hits if a in kept]
         self.current = -1
         self.refresh()
@@ -321,8 +320,7 @@ class LogView(ScrollView, can_focus=True):
         """The lines on screen now (filter applied), cleaned, for copy."""
         top = int(self.scroll_y)
         rows = range(top, min(self._nrows, top + self.view_size.height))
-        return [fmt.clean(self._line_of_row(r)) for r in rows if not self.wrap or self._wstart[r] == 0
-                or r == top]
+        return [fmt.clean(self._line_of_row(r)) for r in rows if not self.wrap or self._wstart[r] == 0 or r == top]
 
     def shown_lines(self) -> list[str]:
         """Every line the view shows with the current filter, for save."""
@@ -385,9 +383,15 @@ class LogView(ScrollView, can_focus=True):
 
     def _bare(self) -> bool:
         st = self.styles
-        return (not any(edge for edge, _ in st.border) and not any(edge for edge, _ in st.outline)
-                and not any(st.padding) and not st.tint.a and st.text_opacity == 1.0 and self.opacity == 1.0
-                and st.hatch in (None, "none"))
+        return (
+            not any(edge for edge, _ in st.border)
+            and not any(edge for edge, _ in st.outline)
+            and not any(st.padding)
+            and not st.tint.a
+            and st.text_opacity == 1.0
+            and self.opacity == 1.0
+            and st.hatch in (None, "none")
+        )
 
     def render_line(self, y: int) -> Strip:
         # outside render_lines (Textual's own paths, a test): a frame of its own
@@ -402,10 +406,10 @@ class LogView(ScrollView, can_focus=True):
         if self.wrap:
             start = self._wstart[row]
             number = f"{a + 1:>6}{mark}" if start == 0 else "     ↪ "
-            text = fmt.clean(raw[: (start + room) * 2 + 256])[start: start + room]
+            text = fmt.clean(raw[: (start + room) * 2 + 256])[start : start + room]
         else:
             number = f"{a + 1:>6}{mark}"
-            text = fmt.clean(raw[: (scroll_x + room) * 2 + 256])[scroll_x: scroll_x + room]
+            text = fmt.clean(raw[: (scroll_x + room) * 2 + 256])[scroll_x : scroll_x + room]
         lvl = level_of(raw)
         style = self._level_style(base, lvl) if lvl else base
         segs = [Segment(number, gutter)]
@@ -427,8 +431,11 @@ class LogView(ScrollView, can_focus=True):
         q = self.query_text.lower()
         if not q or q not in text.lower():
             return [Segment(text, style)]
-        hl = self._style("logview--current" if 0 <= self.current < len(self._hits)
-                         and self._hits[self.current] == self._abs_of_row(row) else "logview--match")
+        hl = self._style(
+            "logview--current"
+            if 0 <= self.current < len(self._hits) and self._hits[self.current] == self._abs_of_row(row)
+            else "logview--match"
+        )
         out: list[Segment] = []
         low = text.lower()
         pos = 0
@@ -438,7 +445,7 @@ class LogView(ScrollView, can_focus=True):
                 break
             if j > pos:
                 out.append(Segment(text[pos:j], style))
-            out.append(Segment(text[j: j + len(q)], style + hl))
+            out.append(Segment(text[j : j + len(q)], style + hl))
             pos = j + len(q)
         if pos < len(text):
             out.append(Segment(text[pos:], style))

@@ -51,15 +51,28 @@ def router_bands(app: Any, host: str) -> list[RouterBand]:
     return [RouterBand(n) for n, r in routers.items() if r.host == host]
 
 
-def band_parts(v: RouterView, workers: list[tuple[str, str | None, bool, str, float | None]],
-               missing: list[tuple[str, str]], now: float) -> tuple[list[Part], list[Part]]:
+def band_parts(
+    v: RouterView,
+    workers: list[tuple[str, str | None, bool, str, float | None]],
+    missing: list[tuple[str, str]],
+    now: float,
+) -> tuple[list[Part], list[Part]]:
     """The band's two rows (pure). `workers`: (url, replica name, healthy, `load N`/`run N`, req/s) as the router
     lists them;
     `missing`: (replica, phase) of the router's replicas it does not list."""
-    icon, tone = {"running": ("⇄", "phase-ready"), "starting": ("◌", "phase-starting"),
-                  "crashed": ("✖", "phase-crashed"), "stopped": ("○", "dim"), "unknown": ("?", "stale")}[v.phase]
-    head: list[Part] = [(f"{icon} router ", tone), (fmt.clean(v.name, 40), "bold"), (f" :{v.port} {v.policy}  ", ""),
-                        (v.phase, tone)]
+    icon, tone = {
+        "running": ("⇄", "phase-ready"),
+        "starting": ("◌", "phase-starting"),
+        "crashed": ("✖", "phase-crashed"),
+        "stopped": ("○", "dim"),
+        "unknown": ("?", "stale"),
+    }[v.phase]
+    head: list[Part] = [
+        (f"{icon} router ", tone),
+        (fmt.clean(v.name, 40), "bold"),
+        (f" :{v.port} {v.policy}  ", ""),
+        (v.phase, tone),
+    ]
     body: list[Part] = []
     if v.phase == "running":
         healthy = sum(w[2] for w in workers)
@@ -80,8 +93,14 @@ def band_parts(v: RouterView, workers: list[tuple[str, str | None, bool, str, fl
         body.append(("l: start it again · its log: " + fmt.clean(v.log_path or "-", 100), "dim"))
     elif v.phase == "stopped":
         n = len(workers)  # worded without phase names: "serving" on the band would read as a server's phase
-        body.append((f"l: start it over the {n} replica{'s that answer' if n != 1 else ' that answers'} now" if n else
-                     "l: start it (no replica answers yet; they are added as they come up)", "dim"))
+        body.append(
+            (
+                f"l: start it over the {n} replica{'s that answer' if n != 1 else ' that answers'} now"
+                if n
+                else "l: start it (no replica answers yet; they are added as they come up)",
+                "dim",
+            )
+        )
     elif v.phase == "starting" and v.error:
         head.append((f" ({fmt.clean(v.error, 80)})", "dim"))
     elif v.phase == "unknown" and v.error:
@@ -101,8 +120,12 @@ class RouterBand(KeysToScreen, Static, can_focus=True):
         Binding("s", "router_down", "Router down", id="router-down", tooltip="Stop the router (asks first)."),
         Binding("r", "router_restart", "Restart", id="router-restart", tooltip="Stop and start the router."),
         Binding("c", "router_chat", "Chat", id="router-chat", tooltip="Chat through the router."),
-        Binding("p", "router_probe", "Probe", id="router-probe", tooltip="Health and a short generation via the router."),
-        Binding("b", "router_bench", "Bench", id="router-bench", show=False, tooltip="Concurrency sweep via the router."),
+        Binding(
+            "p", "router_probe", "Probe", id="router-probe", tooltip="Health and a short generation via the router."
+        ),
+        Binding(
+            "b", "router_bench", "Bench", id="router-bench", show=False, tooltip="Concurrency sweep via the router."
+        ),
     ]
 
     def __init__(self, router: str) -> None:
@@ -133,24 +156,43 @@ class RouterBand(KeysToScreen, Static, can_focus=True):
             return
         v = mgr.views[self.router]
         if v.phase == "crashed" and self._phase in ("running", "starting"):  # told once, as a server crash is
-            self.app.notify(f"router {self.router} exited: {fmt.clean(v.error or '', 200)}", severity="error",
-                            markup=False, timeout=10)
+            self.app.notify(
+                f"router {self.router} exited: {fmt.clean(v.error or '', 200)}",
+                severity="error",
+                markup=False,
+                timeout=10,
+            )
         self._phase = v.phase
         # a listed worker whose replica has ended is not healthy, whatever the router says before the next sync
         ended = mgr.ended_workers(self.router)
-        workers = sorted(((w.url, mgr.replica_of(self.router, w.url) or ended.get(w.url),
-                           w.healthy and w.url not in ended,
-                           mgr.worker_load(self.router, w), v.worker_rps.get(w.url))
-                          for w in v.workers), key=lambda w: (w[1] is None, w[1] or w[0]))
+        workers = sorted(
+            (
+                (
+                    w.url,
+                    mgr.replica_of(self.router, w.url) or ended.get(w.url),
+                    w.healthy and w.url not in ended,
+                    mgr.worker_load(self.router, w),
+                    v.worker_rps.get(w.url),
+                )
+                for w in v.workers
+            ),
+            key=lambda w: (w[1] is None, w[1] or w[0]),
+        )
         listed = {w.url for w in v.workers}
         if v.phase != "running":  # what `l` would start it over
             workers = [(u, None, True, "", None) for u in mgr.ready_urls(self.router)]
         spec = mgr.fleet.routers[self.router]
         from console.router.command import worker_url
 
-        missing = sorted((s.name, s.phase.value) for s in console_app(self).state.servers.values()
-                         if s.meta.preset in spec.presets and s.meta.host == spec.host and s.meta.port is not None
-                         and (s.alive or s.phase == "crashed") and worker_url(s.meta.bind, s.meta.port) not in listed)
+        missing = sorted(
+            (s.name, s.phase.value)
+            for s in console_app(self).state.servers.values()
+            if s.meta.preset in spec.presets
+            and s.meta.host == spec.host
+            and s.meta.port is not None
+            and (s.alive or s.phase == "crashed")
+            and worker_url(s.meta.bind, s.meta.port) not in listed
+        )
         head, body = band_parts(v, workers, missing if v.phase == "running" else [], time.time())
         c = colours(self)
         lines = [Content.assemble(*((t, c.get(k, k)) if k else t for t, k in row)) for row in (head, body)]
@@ -185,9 +227,13 @@ class RouterBand(KeysToScreen, Static, can_focus=True):
             return
         spec = mgr.fleet.routers[self.router]
         console_app(self).confirm(
-            Text.assemble("Stop router ", (self.router, "bold"), f"? Clients of {spec.host}:{spec.port} lose it "
-                          "(the replicas keep serving)."),
-            lambda: self._act("router down", lambda: mgr.down(self.router)))
+            Text.assemble(
+                "Stop router ",
+                (self.router, "bold"),
+                f"? Clients of {spec.host}:{spec.port} lose it (the replicas keep serving).",
+            ),
+            lambda: self._act("router down", lambda: mgr.down(self.router)),
+        )
 
     def action_router_restart(self) -> None:
         mgr = self._mgr()
@@ -225,13 +271,17 @@ def router_commands(app: Any) -> Iterator[SystemCommand]:
         live = v.phase in ("running", "starting")
         if not app.read_only:
             if not live:
-                yield SystemCommand(f"router: up {name}", "Start the router over the serving replicas",
-                                    lambda n=name: act(n, "up"))
+                yield SystemCommand(
+                    f"router: up {name}", "Start the router over the serving replicas", lambda n=name: act(n, "up")
+                )
             else:
-                yield SystemCommand(f"router: down {name}", "Stop the router (the replicas keep serving)",
-                                    lambda n=name: act(n, "down"))
-                yield SystemCommand(f"router: restart {name}", "Stop and start the router",
-                                    lambda n=name: act(n, "restart"))
+                yield SystemCommand(
+                    f"router: down {name}", "Stop the router (the replicas keep serving)", lambda n=name: act(n, "down")
+                )
+                yield SystemCommand(
+                    f"router: restart {name}", "Stop and start the router", lambda n=name: act(n, "restart")
+                )
         if v.phase == "running":
-            yield SystemCommand(f"router: chat {name}", "Chat through the router",
-                                lambda n=name: app.open_chat(ROUTER_PREFIX + n))
+            yield SystemCommand(
+                f"router: chat {name}", "Chat through the router", lambda n=name: app.open_chat(ROUTER_PREFIX + n)
+            )
