@@ -180,7 +180,7 @@ class Pace:
                     pass
 def tail_mode(pairs, max_frame, gap):
     files = [[p, int(o), False] for p, o in pairs]
-    idle = 0.0; last_send = 0.0; pace = Pace(gap)
+    idle = 0.0; last_send = float("-inf"); pace = Pace(gap)
     while True:
         wait = last_send + pace.gap - time.monotonic()
         if wait > 0:
