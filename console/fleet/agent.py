@@ -91,7 +91,7 @@ class ProcScan:
     that execs into a server without a new pid and without having matched before (a wrapper script that execs
     python), or for a reused pid: seen at the next full read."""
     def __init__(self, rx, full_every):
-        self.rx = rx; self.full_every = full_every; self.rows = {}; self.hot = set(); self.full_at = 0.0
+        self.rx = rx; self.full_every = full_every; self.rows = {}; self.hot = set(); self.full_at = float("-inf")
     def scan(self, now):
         if not os.path.isdir("/proc/self"):
             return server_rows(proc_rows(), self.rx)
@@ -122,7 +122,7 @@ class ProcScan:
 def procs_mode(interval, apps_every, apps_cmd, pattern, fast_every, full_every):
     scan = ProcScan(re.compile(pattern), full_every)
     phase = interval * random.random()  # once: a console starts every host at once, so rounds would line up
-    last_apps = 0.0; last_sids = None; backoff_until = 0.0; fast_until = 0.0; last_text = None; same = 0
+    last_apps = float("-inf"); last_sids = None; backoff_until = 0.0; fast_until = 0.0; last_text = None; same = 0
     while True:
         mine = scan.scan(time.monotonic())
         body = "".join("%d %d %d %s\n" % r for r in mine)
