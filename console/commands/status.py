@@ -67,6 +67,7 @@ def render(doc: dict) -> str:
                 f"{name:44} {s['phase']:16} {tp:>8} {_fmt(s['port']):>6} {_fmt(s['memory_mib']):>8}  "
                 f"{s['summary'] or ''}"
             )
+            out.extend(_spec_rows(s))
     if doc.get("routers"):
         out.append("")
         out.append(f"{'ROUTER':24} {'WHERE':28} {'POLICY':14} {'PHASE':10} {'WORKERS':>8}  ERROR")
@@ -77,6 +78,28 @@ def render(doc: dict) -> str:
     from console.fleet.journal import mask
 
     return mask("\n".join(out))
+
+
+def _spec_rows(s: dict) -> list[str]:
+    """`  spec DFLASH block 16 · accept 3.12 rate 0.27 (4 s ago) · draft PATH` and one `  ! ...` per alarm."""
+    sp = s.get("spec")
+    if not sp:
+        return []
+    shape = (
+        f"block {sp['block_size'] or 'auto'}"
+        if sp["algorithm"] == "DFLASH"
+        else f"draft {sp['draft_tokens'] or 'auto'}"
+    )
+    if sp["accept_len"] is None:
+        acc = "accept ?"
+    else:
+        rate = f" rate {sp['accept_rate']:.2f}" if sp["accept_rate"] is not None else ""
+        age = sp["accept_len_age_s"]
+        acc = f"accept {sp['accept_len']:.2f}{rate}" + (f" ({age:.0f} s ago)" if age is not None else "")
+    draft = f" · draft {sp['draft_model']}" if sp["draft_model"] else ""
+    rows = [f"  spec {sp['algorithm']} {shape} · {acc}{draft}"]
+    rows += [f"  ! {w['text']}" for w in s.get("warnings") or []]
+    return rows
 
 
 async def first_look(ctl: FleetController, wait_s: float) -> None:

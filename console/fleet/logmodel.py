@@ -17,6 +17,7 @@ from console.sglang.diagnose import Diagnosis, ProcessFacts, diagnose
 from console.sglang.logparse import LogParser
 from console.sglang.logstate import Facts, Stats
 from console.sglang.phase import Phase
+from console.sglang.specdec import SpecNote
 
 MAX_LINES = 20_000
 SERVER_BYTES = 8 * 1024 * 1024
@@ -194,6 +195,20 @@ class LogModel:
     @property
     def accept_len(self) -> float | None:
         return self.stats.accept_len
+
+    @property
+    def accept_rate(self) -> float | None:
+        return self.stats.accept_rate
+
+    @property
+    def accepts(self) -> deque[tuple[float | None, float]]:
+        """(log time, accept len) of the decode lines that printed one, oldest first."""
+        return self.parser.accepts
+
+    @property
+    def spec_notes(self) -> dict[str, tuple[SpecNote, int, float | None]]:
+        """Speculative-decoding alarms from the log: kind -> (note, count, last log time)."""
+        return self.parser.spec_notes
 
     @property
     def timeline(self) -> dict[str, float]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from console.config import Fleet, load_fleet
 from console.fleet.journal import mask
 from console.fleet.journalview import operation
+from console.fleet.specstate import spec_doc, spec_status
 from console.fleet.state import FleetState, ServerState
 from console.sglang.phase import Phase
 
@@ -29,11 +30,13 @@ def _r(v: float | None, nd: int = 1) -> float | None:
     return None if v is None else round(v, nd)
 
 
-def server_doc(s: ServerState) -> dict[str, Any]:
+def server_doc(s: ServerState, now: float | None = None) -> dict[str, Any]:
     """One server. After it ended, the live figures (health, tok/s, running, queued, memory) are null and the last
     ones it had sit under `last`, with `ended_at`: nothing about a dead server reads as current."""
+    now = time.time() if now is None else now
     d = s.log.diagnosis if s.phase is Phase.CRASHED else None
     ended = not s.alive
+    spec = spec_doc(spec_status(s, now), now, alive=not ended)
     figures = {
         "gen_throughput": _r(s.log.gen_throughput if ended else s.gen_throughput),
         "running": s.log.running,
@@ -60,6 +63,8 @@ def server_doc(s: ServerState) -> dict[str, Any]:
         "hint": d.hint if d else None,
         "ended_at": s.ended_at if ended else None,
         "last": figures if ended else None,
+        "spec": spec,
+        "warnings": spec["warnings"] if spec else [],
     }
 
 
@@ -105,7 +110,7 @@ def status_doc(state: FleetState, now: float | None = None) -> dict[str, Any]:
         "schema": SCHEMA,
         "generated_at": round(now, 3),
         "hosts": hosts,
-        "servers": [server_doc(s) for s in state.servers.values()],
+        "servers": [server_doc(s, now) for s in state.servers.values()],
     }
 
 

@@ -39,6 +39,7 @@ class BareLines:
     _uvicorn: Callable[[str, str], None]
     _crash_marker: Callable[..., None]
     _check_interrupt: Callable[[], None]
+    _spec_note: Callable[[str], bool]
 
     def _bare(self, line: str) -> None:
         """A line without SGLang's header: a wrapper's prefix, a traceback line, a bar, an abort, uvicorn's own output."""
@@ -49,6 +50,8 @@ class BareLines:
                 self._tb.add(s)
                 return
         elif c:
+            if "Error: DFLASH " in s[:60]:  # a raised spec failure's exception line (draft OOM): an alarm as well
+                self._spec_note(s)
             u = unwrap(s) if (c == "[" or c == "(" or c.isdigit() or "]<std" in s[:64]) else None
             if u is not None:
                 s, ts = u

@@ -10,8 +10,12 @@ from collections import deque
 
 from console.sglang.logstate import Stats
 from console.sglang.logtext import parse_pairs, to_float, to_int
+from console.sglang.specdec import sane_accept_len, sane_accept_rate
 
 _GEN = "gen throughput (token/s): "
+_ACCEPT = "accept len: "
+ACCEPT_POINTS = 600
+"""Accept-length figures kept per server with their times: the graph's history and the collapse alarm's window."""
 
 
 class BatchStats:
@@ -23,6 +27,8 @@ class BatchStats:
         self._last: str | None = None
         self.last_gen: float | None = None
         """The newest decode line's gen throughput, read as the line arrives (no materialize for it)."""
+        self.accepts: deque[tuple[float | None, float]] = deque(maxlen=ACCEPT_POINTS)
+        """(log time, accept len) of every decode line that printed a sane one (both SGLang formats)."""
 
     def decode(self, msg: str, ts: float | None) -> None:
         self.stats.decode_lines += 1
@@ -37,6 +43,13 @@ class BatchStats:
             if t is not None:
                 self._gen.append(t)
         self.last_gen = t
+        i = msg.find(_ACCEPT)
+        if i >= 0:
+            i += len(_ACCEPT)
+            j = msg.find(",", i)
+            a = sane_accept_len(to_float(msg[i:] if j < 0 else msg[i:j]))
+            if a is not None:
+                self.accepts.append((ts, a))
 
     def prefill(self, msg: str, ts: float | None) -> None:
         st = self.stats
@@ -66,10 +79,9 @@ class BatchStats:
             n = dp.get("#token") or dp.get("#full token")
             if n is not None:
                 st.num_tokens = to_int(n)
-            a = dp.get("accept len")
-            if a is not None:
-                st.accept_len = to_float(a)
-                st.accept_rate = to_float(dp.get("accept rate"))
+            if "accept len" in dp:  # a line that printed none keeps no figure: never one the server did not print
+                st.accept_len = sane_accept_len(to_float(dp["accept len"]))
+                st.accept_rate = sane_accept_rate(to_float(dp.get("accept rate")))
         if self._last is not None:
             self._common(parse_pairs(self._last))
         return st

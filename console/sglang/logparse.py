@@ -29,6 +29,7 @@ from console.sglang.logtext import (
 )
 from console.sglang.logtrace import Tracebacks, add_error
 from console.sglang.phase import STARTUP_PHASES, Phase
+from console.sglang.specdec import SpecNote, spec_note
 
 _RETRACTED = re.compile(r"#retracted_reqs: (\d+)")
 _EXITCODE = re.compile(r"exit ?code[=:] ?(-?\d+)")
@@ -77,6 +78,8 @@ class LogParser(StartupLines, BareLines):
         self._prefix: re.Pattern[str] | None = None
         """A wrapper's prefix learnt from a header printed after it; taken off the bare lines that carry it."""
         self.sglang_lines = 0
+        self.spec_notes: dict[str, tuple[SpecNote, int, float | None]] = {}
+        """Speculative-decoding alarms the log raised: kind -> (the note, how many times, when last)."""
 
     # --- input ------------------------------------------------------------------------------------
 
@@ -194,6 +197,8 @@ class LogParser(StartupLines, BareLines):
             self._set_http(Phase.WARMING)
         elif msg.startswith("Traceback (most recent call last)"):
             self._tb.open(line, self.ts, self.phase, fatal=True, rank=hdr.ranks or None)
+        elif msg.startswith("DFLASH ") and self._spec_note(msg):
+            pass
         else:
             k = classify(msg)
             if k is None or k is FRAGMENT:
@@ -206,6 +211,22 @@ class LogParser(StartupLines, BareLines):
                 self._tb.open(line, self.ts, self.phase, fatal=True, rank=rank)
                 if k is ABORT and self._tb.block is not None:
                     self._tb.block.abort = True
+        return True
+
+    @property
+    def accepts(self) -> deque[tuple[float | None, float]]:
+        """(log time, accept len) of the decode lines that printed a sane one, oldest first."""
+        return self._batches.accepts
+
+    def _spec_note(self, msg: str) -> bool:
+        """A speculative-decoding warning (also an exception line naming one): counted per kind, an event once."""
+        note = spec_note(msg)
+        if note is None:
+            return False
+        _, n, _ = self.spec_notes.get(note.kind, (note, 0, None))
+        self.spec_notes[note.kind] = (note, n + 1, self.ts)
+        if n == 0:
+            self._event("spec", note.text)
         return True
 
     def _uvicorn(self, msg: str, line: str) -> None:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from console.sglang.specdec import sane_accept_len, sane_accept_rate
+
 
 @dataclass(frozen=True)
 class Metrics:
@@ -37,12 +39,15 @@ def parse_metrics(text: str) -> Metrics:
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
     maxes: dict[str, float] = {}
+    rank0: dict[str, float] = {}
     for fam in text_string_to_metric_families(text):
         for s in fam.samples:
             name = s.name.removeprefix("sglang:")
             sums[name] = sums.get(name, 0.0) + s.value
             counts[name] = counts.get(name, 0) + 1
             maxes[name] = max(maxes.get(name, s.value), s.value)
+            if name.startswith("spec_") and s.labels.get("tp_rank", "0") == "0" and name not in rank0:
+                rank0[name] = s.value
 
     def get(n: str) -> float | None:
         return sums.get(n)
@@ -60,8 +65,10 @@ def parse_metrics(text: str) -> Metrics:
         token_usage=maxes.get("token_usage"),
         gen_throughput=get("gen_throughput"),
         cache_hit_rate=mean("cache_hit_rate"),
-        spec_accept_length=mean("spec_accept_length"),
-        spec_accept_rate=mean("spec_accept_rate"),
+        # every TP rank reports the same verify: rank 0's figure, as SGLang's own logs print it (ranks beyond
+        # it only repeat it, and a mean over garbage ranks would be a number no rank printed)
+        spec_accept_length=sane_accept_len(rank0.get("spec_accept_length")),
+        spec_accept_rate=sane_accept_rate(rank0.get("spec_accept_rate")),
         max_total_num_tokens=get("max_total_num_tokens"),
         num_used_tokens=get("num_used_tokens"),
         prompt_tokens_total=get("prompt_tokens_total"),

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Reversible
 from dataclasses import dataclass
 from itertools import islice
 
+from console.fleet.specstate import FIGURE_STALE_S, spec_line, spec_status
 from console.fleet.state import FleetState, GpuPoint, GpuState, HostState, ServerState
 from console.sglang.phase import STARTING_PHASES, Phase
 from console.ui import format as fmt
@@ -74,6 +75,10 @@ class ServerView:
     log_tail: tuple[str, ...]
     """The log's last lines, cleaned and masked, oldest first."""
     line_count: int
+    spec: tuple[Span, ...] = ()
+    """`spec DFLASH · accept 3.12` and the standing spec alarm, for a server with speculative decoding."""
+    accept_series: Series | None = None
+    """Accept length per decode line on a fixed 0..draft tokens + 1 scale."""
 
     @property
     def tp(self) -> int:
@@ -210,6 +215,7 @@ def server_view(srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: i
         if phase.starting:
             started = srv.meta.started_at
             detail.append(((f"starting for {fmt.age(max(0.0, now - started))}" if started else "starting", "dim"),))
+    spec_spans, accept_series = _spec_fields(srv, now, ended, points)
     return ServerView(
         name=srv.name,
         label=server_label(srv),
@@ -227,7 +233,26 @@ def server_view(srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: i
         detail=tuple(detail),
         log_tail=tuple(fmt.clean(x)[-400:] for x in _tail(srv.log.lines, tail)) if tail > 0 else (),
         line_count=srv.log.line_count,
+        spec=spec_spans,
+        accept_series=accept_series,
     )
+
+
+def _spec_fields(
+    srv: ServerState, now: float, ended: bool, points: int | None
+) -> tuple[tuple[Span, ...], Series | None]:
+    """The spec line and accept graph of a live server with speculative decoding (nothing for any other)."""
+    st = spec_status(srv, now)
+    if st is None or ended:
+        return (), None
+    spans: list[Span] = [(spec_line(st, now, FIGURE_STALE_S), "")]
+    if st.warnings:
+        spans.append((" ⚠ " + fmt.clean(st.warnings[0][1]), "bold hot"))
+    series = None
+    if st.history:
+        vals = st.history if points is None else st.history[-max(0, points) :] if points else ()
+        series = Series("accept", "", st.config.accept_max, tuple(vals), "serving", interval_s=0)
+    return tuple(spans), series
 
 
 def _tail(lines: Iterable[str], n: int) -> list[str]:

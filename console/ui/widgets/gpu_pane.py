@@ -143,8 +143,12 @@ def draw_pane(v: PaneView, w: int, rows: int, c: dict[str, str]) -> list[Content
                 lines += [head, status + "  " + s.load_short]
             else:
                 lines += [head, status, Content(s.load)]
+            if s.spec:
+                lines.append(spans(s.spec, c))
             if s.tok_series is not None:
                 series.append(s.tok_series)
+                if s.accept_series is not None:
+                    series.append(s.accept_series)
                 room = w - tok.cell_length - 1
                 if rows - len(lines) < 4 and room > 0:  # no room for a graph: an inline sparkline
                     tok = (
