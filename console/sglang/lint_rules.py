@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from console.sglang import flags
-from console.sglang.lint import Finding, LintContext, rule
+from console.sglang.lint import Finding, LintContext, Severity, rule
 
 _HYBRID_NAME = re.compile(r"qwen3[._-]?[56]|qwen3[._-]?next", re.IGNORECASE)
 _HYBRID_TYPES = {
@@ -153,6 +153,105 @@ def _dflash_graph(ctx: LintContext) -> Iterable[Finding]:
             "no speculation",
             fix="drop --disable-cuda-graph (lower --cuda-graph-max-bs if graphs do not fit)",
             field="args",
+        )
+
+
+def _dflash_finding(ctx: LintContext, rid: str, severity: Severity, msg: str, fix: str) -> Finding:
+    return Finding(rid, severity, ctx.name, msg, fix=fix, field="args")
+
+
+@rule("dflash-draft-path", "error", "DFLASH needs --speculative-draft-model-path (SGLang main, speculative_hook.py)")
+def _dflash_path(ctx: LintContext) -> Iterable[Finding]:
+    if (
+        _spec(ctx) == "DFLASH"
+        and not ctx.flag("--speculative-draft-model-path")
+        and not ctx.flag("--speculative-draft-model")
+    ):
+        yield _dflash_finding(
+            ctx,
+            "dflash-draft-path",
+            "error",
+            'DFLASH without a drafter: SGLang stops with "DFLASH speculative decoding requires setting '
+            '--speculative-draft-model-path."',
+            "add --speculative-draft-model-path PATH (the DFlash draft model's folder)",
+        )
+
+
+@rule(
+    "dflash-block-size", "error", "DFLASH block size and --speculative-num-draft-tokens disagree, or are not positive"
+)
+def _dflash_block(ctx: LintContext) -> Iterable[Finding]:
+    if _spec(ctx) != "DFLASH":
+        return
+    block = _int(ctx.flag("--speculative-dflash-block-size"))
+    draft = _int(ctx.flag("--speculative-num-draft-tokens"))
+    if block is not None and block <= 0:
+        yield _dflash_finding(
+            ctx, "dflash-block-size", "error", f"--speculative-dflash-block-size {block}: must be positive", "use 16"
+        )
+    elif block is not None and draft is not None and block != draft:
+        yield _dflash_finding(
+            ctx,
+            "dflash-block-size",
+            "error",
+            f"--speculative-dflash-block-size {block} and --speculative-num-draft-tokens {draft}: for DFLASH they are "
+            "one setting (the block) and SGLang stops when they differ",
+            "give only --speculative-dflash-block-size",
+        )
+
+
+@rule("dflash-window", "error", "DFLASH draft window smaller than the block")
+def _dflash_window(ctx: LintContext) -> Iterable[Finding]:
+    if _spec(ctx) != "DFLASH":
+        return
+    window = _int(ctx.flag("--speculative-draft-window-size") or ctx.flag("--speculative-dflash-draft-window-size"))
+    block = _int(ctx.flag("--speculative-dflash-block-size") or ctx.flag("--speculative-num-draft-tokens"))
+    if window is not None and block is not None and window < block:
+        yield _dflash_finding(
+            ctx,
+            "dflash-window",
+            "error",
+            f"--speculative-draft-window-size {window} is under the block size {block}: SGLang stops "
+            '("--speculative-draft-window-size must be >= --speculative-num-draft-tokens (block_size)")',
+            f"use a window of at least {block}",
+        )
+
+
+@rule("dflash-parallelism", "error", "DFLASH with DP attention or pipeline parallelism")
+def _dflash_parallel(ctx: LintContext) -> Iterable[Finding]:
+    if _spec(ctx) != "DFLASH":
+        return
+    if ctx.has("--enable-dp-attention"):
+        yield _dflash_finding(
+            ctx,
+            "dflash-parallelism",
+            "error",
+            'DFLASH with --enable-dp-attention: SGLang stops ("Currently DFLASH speculative decoding does not support '
+            'dp attention.")',
+            "drop --enable-dp-attention",
+        )
+    pp = _int(ctx.flag("--pipeline-parallel-size") or ctx.flag("--pp-size"))
+    if pp is not None and pp != 1:
+        yield _dflash_finding(
+            ctx,
+            "dflash-parallelism",
+            "error",
+            f'DFLASH with pipeline parallel size {pp}: SGLang stops ("only supports pp_size == 1")',
+            "use --pp-size 1 (tensor parallelism works)",
+        )
+
+
+@rule("dflash-draft-backend", "warning", "DFLASH draft attention backend other than flashinfer or fa3")
+def _dflash_backend(ctx: LintContext) -> Iterable[Finding]:
+    backend = ctx.flag("--speculative-draft-attention-backend")
+    if _spec(ctx) == "DFLASH" and backend and backend not in ("flashinfer", "fa3"):
+        yield _dflash_finding(
+            ctx,
+            "dflash-draft-backend",
+            "warning",
+            f"--speculative-draft-attention-backend {backend}: the DFLASH draft worker supports flashinfer and fa3 "
+            "only and falls back to flashinfer",
+            "use flashinfer or fa3",
         )
 
 

@@ -132,6 +132,10 @@ class ServerArgs:
     speculative_num_steps: int | None = None
     speculative_eagle_topk: int | None = None
     speculative_num_draft_tokens: int | None = None
+    speculative_dflash_block_size: int | None = None
+    speculative_draft_attention_backend: str | None = None
+    speculative_draft_window_size: int | None = None
+    enable_dp_attention: bool = False
     enable_metrics: bool = False
     api_key: str | None = None
     admin_api_key: str | None = None
@@ -225,6 +229,16 @@ def build_parser(version: str | None = None) -> argparse.ArgumentParser:
     _add(p, "--speculative-num-steps", type=int)
     _add(p, "--speculative-eagle-topk", type=int)
     _add(p, "--speculative-num-draft-tokens", type=int)
+    _add(p, "--speculative-dflash-block-size", type=int)
+    _add(p, "--speculative-draft-attention-backend")
+    _add(
+        p,
+        "--speculative-draft-window-size",
+        "--speculative-dflash-draft-window-size",
+        dest="speculative_draft_window_size",
+        type=int,
+    )
+    _add(p, "--enable-dp-attention", action="store_true")
     _add(p, "--enable-metrics", action="store_true")
     _add(p, "--api-key")
     _add(p, "--admin-api-key")
@@ -284,7 +298,7 @@ def visible_gpus(n: int) -> list[int]:
     return out
 
 
-def _load_model_config(path: str) -> dict[str, Any]:
+def load_model_config(path: str) -> dict[str, Any]:
     p = Path(path).expanduser()
     cfg = p / "config.json"
     if not p.is_dir():
@@ -333,7 +347,7 @@ def _resolve(a: ServerArgs) -> None:
     if a.attention_backend is None:
         a.attention_backend = "flashinfer"
         a.notes.append(f"Attention backend not specified. Use {a.attention_backend} backend by default.")
-    a.model_config = _load_model_config(a.model_path)
+    a.model_config = load_model_config(a.model_path)
     if a.context_length is None:
         a.context_length = int(a.model_config.get("max_position_embeddings", 4096))
     if a.speculative_algorithm is not None:
@@ -363,9 +377,68 @@ def default_mem_fraction(a: ServerArgs) -> float:
     return round((a.gpu_mem_mib - reserved) / a.gpu_mem_mib, 3)
 
 
+def _handle_dflash(a: ServerArgs) -> None:
+    """SGLang's `_handle_dflash` (arg_groups/speculative_hook.py), its checks and their exact messages."""
+    if a.enable_dp_attention:
+        raise ValueError("Currently DFLASH speculative decoding does not support dp attention.")
+    if a.pp_size != 1:
+        raise ValueError("Currently DFLASH speculative decoding only supports pp_size == 1.")
+    if a.speculative_draft_model_path is None:
+        raise ValueError("DFLASH speculative decoding requires setting --speculative-draft-model-path.")
+    for name in ("speculative_num_steps", "speculative_eagle_topk"):
+        v = getattr(a, name)
+        if v is not None and int(v) != 1:
+            a.notes.append(f"DFLASH only supports {name} == 1; overriding {name}={v} to 1.")
+        setattr(a, name, 1)
+    b = a.speculative_dflash_block_size
+    if b is not None:
+        if b <= 0:
+            raise ValueError(f"DFLASH requires --speculative-dflash-block-size to be positive, got {b}.")
+        if a.speculative_num_draft_tokens is not None and a.speculative_num_draft_tokens != b:
+            raise ValueError(
+                "Both --speculative-num-draft-tokens and --speculative-dflash-block-size are set but they differ. "
+                f"For DFLASH they must match. speculative_num_draft_tokens={a.speculative_num_draft_tokens}, "
+                f"speculative_dflash_block_size={b}."
+            )
+        a.speculative_num_draft_tokens = b
+    if a.speculative_num_draft_tokens is None:
+        block = None
+        try:
+            block = load_model_config(a.speculative_draft_model_path).get("block_size")
+        except OSError as e:  # SGLang warns and goes on; the draft load fails later, at the draft weights
+            a.notes.append(
+                "Failed to infer DFLASH block_size from draft model config; defaulting speculative_num_draft_tokens "
+                f"to 16. Error: {e}"
+            )
+        if isinstance(block, int) and block > 0:
+            a.speculative_num_draft_tokens = block
+        else:
+            a.speculative_num_draft_tokens = 16
+            a.notes.append("speculative_num_draft_tokens is not set; defaulting to 16 for DFLASH.")
+    w = a.speculative_draft_window_size
+    if w is not None and w < a.speculative_num_draft_tokens:
+        raise ValueError(
+            "--speculative-draft-window-size must be >= --speculative-num-draft-tokens (block_size). "
+            f"window_size={w}, block_size={a.speculative_num_draft_tokens}."
+        )
+    if a.max_running_requests is None:
+        a.max_running_requests = 48
+        a.notes.append(
+            "Max running requests is reset to 48 for speculative decoding. You can override this by "
+            "explicitly setting --max-running-requests."
+        )
+    a.disable_overlap_schedule = True
+    a.notes.append(
+        "Overlap scheduler is disabled when using DFLASH speculative decoding (spec v2 is not supported yet)."
+    )
+
+
 def _handle_speculative(a: ServerArgs) -> None:
     if a.speculative_algorithm == "NEXTN":
         a.speculative_algorithm = "EAGLE"
+    if a.speculative_algorithm == "DFLASH":
+        _handle_dflash(a)
+        return
     if a.speculative_algorithm in ("EAGLE", "EAGLE3", "STANDALONE"):
         if a.max_running_requests is None:
             a.max_running_requests = 48

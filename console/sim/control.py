@@ -3,7 +3,8 @@
 `inject(host_dir, port_or_pid, action, **kw)` writes `HOST_DIR/control/<port_or_pid>.json`; the
 server polls it (startup steps and every 0.1 s while serving) and deletes it when applied.
 Actions: "crash" (kind = one of CRASH_KINDS), "rate" (tok_s = peak tokens/s per GPU, "inf" for
-zero delay), "slow" (factor multiplies every delay). `phase="weights"` (init, weights, kv, capture,
+zero delay), "slow" (factor multiplies every delay), "accept" (p = the drafter's per-token acceptance, 0.02 a
+collapsed drafter; absent: the algorithm's own again). `phase="weights"` (init, weights, kv, capture,
 draft, serving) holds a command until the server reaches that phase.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 CRASH_KINDS = ("cuda-assert", "nccl", "oom", "sigkill", "rank-sigkill")
-ACTIONS = ("crash", "rate", "slow")
+ACTIONS = ("crash", "rate", "slow", "accept")
 
 
 def inject(host_dir: str | Path, port_or_pid: int, action: str, **kw: Any) -> Path:

@@ -7,6 +7,11 @@ Rate model (per server, P = token_rate_per_gpu * tp, H = half_concurrency, a = a
 Throughput rises with concurrency and saturates at a*P; C is capped by max_running_requests and
 the KV pool (extra requests wait: #queue-req). P = inf (DFLASH_SIM_TOKEN_RATE=inf) is zero-delay.
 Prefill of N new tokens takes N / (20 * P) seconds. Logs: reference §2.1-2.3.
+
+Speculative decoding: each of the d - 1 draft tokens of a verify step is accepted in turn with probability p
+(per algorithm, `SPEC_ACCEPT_P`), so a = 1 + p + ... + p^(d-1) (the bonus token included, as SGLang counts it).
+Sampling with temperature T > 0 lowers p for the EAGLE family (p * (1 - 0.4 * min(T, 1))); DFLASH verifies greedily
+whatever was asked, so its p is unchanged and it warns once, as SGLang's DFlashWorker does.
 """
 
 from __future__ import annotations
@@ -97,6 +102,7 @@ class Request:
     acc: float = 0.0
     t_arrive: float = field(default_factory=time.perf_counter)
     t_first: float | None = None
+    temperature: float = 0.0
 
     @property
     def natural_len(self) -> int:
@@ -109,6 +115,20 @@ class Request:
             return THINK[i], True
         j = i - (len(THINK) if self.reasoning else 0)
         return WORDS[j % len(WORDS)], False
+
+
+SPEC_ACCEPT_P = {"DFLASH": 0.69, "EAGLE": 0.8, "EAGLE3": 0.62, "STANDALONE": 0.55, "NGRAM": 0.3}
+"""Per-draft-token acceptance in the sim: an MTP head (NEXTN, run as EAGLE) at 1 step gives ~1.8, a DFlash drafter
+at block 16 ~3.2, as the team sees them."""
+GREEDY_ONLY = (
+    "DFLASH currently supports greedy verification only; ignoring non-greedy sampling params "
+    "(e.g. temperature/top_p/top_k) and using argmax."
+)
+
+
+def geometric_accept(p: float, d: int) -> float:
+    """Expected accept length of a verify width `d`: drafts accepted in turn with probability `p`, plus the bonus."""
+    return sum(p**k for k in range(max(1, d)))
 
 
 class Engine:
@@ -128,11 +148,21 @@ class Engine:
         accept_len: float = 1.0,
         draft_tokens: int = 1,
         log_interval: int = 40,
+        algorithm: str | None = None,
     ) -> None:
         self.peak_per_gpu, self.tp, self.half = peak_per_gpu, tp, half
         self.max_running, self.max_tokens, self.prefix = max_running, max(1, max_tokens), prefix
         self.hybrid, self.mamba_slots = hybrid, max(1, mamba_slots)
         self.accept_len, self.draft_tokens, self.log_interval = accept_len, draft_tokens, max(1, log_interval)
+        self.algorithm = algorithm
+        self.accept_p = SPEC_ACCEPT_P.get(algorithm or "", 0.0)
+        """Per-draft acceptance now (`sim: drafter collapse` sets it near 0); accept_len follows it."""
+        self._acc_sum, self._acc_n = 0.0, 0
+        self.total_acc, self.total_verify = 0.0, 0
+        """Lifetime accepted tokens and verify steps: /server_info's avg_spec_accept_length."""
+        self.warned_greedy = False
+        self.last_accept_len = accept_len
+        """The accept length of the last Decode line (the /metrics gauge)."""
         self.waiting: list[Request] = []
         self.running: list[Request] = []
         self.wake = asyncio.Event()
@@ -228,7 +258,13 @@ class Engine:
         now = time.perf_counter()
         produced = 0
         for r in self.running:
-            r.acc += self.accept_len
+            a = self.request_accept(r)
+            if self.draft_tokens > 1:
+                self._acc_sum += a
+                self._acc_n += 1
+                self.total_acc += a
+                self.total_verify += 1
+            r.acc += a
             n, r.acc = int(r.acc), r.acc - int(r.acc)
             for _ in range(n):
                 text, thinking = r.next_piece()
@@ -253,14 +289,42 @@ class Engine:
             self._log_decode()
         self.running = [r for r in self.running if r.finish is None]
 
+    def set_accept_p(self, p: float | None) -> None:
+        """The drafter's acceptance (None: the algorithm's own); the documented accept length follows."""
+        self.accept_p = SPEC_ACCEPT_P.get(self.algorithm or "", 0.0) if p is None else max(0.0, min(1.0, p))
+        if self.draft_tokens > 1:
+            self.accept_len = geometric_accept(self.accept_p, self.draft_tokens)
+
+    def request_accept(self, r: Request) -> float:
+        """Tokens one verify step gives this request: the accept length at its temperature."""
+        if self.draft_tokens <= 1:
+            return self.accept_len
+        p = self.accept_p
+        if r.temperature > 0:
+            if self.algorithm == "DFLASH":
+                if not self.warned_greedy:
+                    self.warned_greedy = True
+                    logs.line(GREEDY_ONLY, self.prefix)
+            else:
+                p *= 1 - 0.4 * min(r.temperature, 1.0)
+        return geometric_accept(p, self.draft_tokens)
+
+    @property
+    def avg_accept_len(self) -> float:
+        """Lifetime mean accept length (what SGLang reports as avg_spec_accept_length)."""
+        return self.total_acc / self.total_verify if self.total_verify else self.accept_len
+
     def _log_decode(self) -> None:
         now = time.perf_counter()
         self.last_gen_throughput = self.tokens_since / max(1e-6, now - self.last_tic)
         self.last_tic, self.tokens_since = now, 0
         spec = ""
         if self.draft_tokens > 1:
-            rate = (self.accept_len - 1) / (self.draft_tokens - 1)
-            spec = f"accept len: {self.accept_len:.2f}, accept rate: {rate:.2f}, "
+            acc = self._acc_sum / self._acc_n if self._acc_n else self.accept_len
+            self._acc_sum, self._acc_n = 0.0, 0
+            self.last_accept_len = acc
+            rate = (acc - 1) / (self.draft_tokens - 1)
+            spec = f"accept len: {acc:.2f}, accept rate: {rate:.2f}, "
         logs.line(
             f"Decode batch, #running-req: {len(self.running)}, {self.usage_fragment(True)}{spec}cuda graph: True, "
             f"gen throughput (token/s): {self.last_gen_throughput:.2f}, #queue-req: {len(self.waiting)}",

@@ -54,6 +54,21 @@ _ARGS_MTP = [
 ]
 
 
+_ARGS_DFLASH = [
+    "--speculative-algorithm",
+    "DFLASH",
+    "--speculative-dflash-block-size",
+    "16",
+    "--speculative-draft-attention-backend",
+    "flashinfer",
+    "--mamba-scheduler-strategy",
+    "extra_buffer",
+    "--reasoning-parser",
+    "qwen3",
+    "--enable-metrics",
+]
+
+
 def _q(s: str) -> str:
     return json.dumps(s)
 
@@ -115,6 +130,15 @@ def hosts_toml(dirs: dict[str, Path], specs: dict[str, SimHostSpec]) -> str:
             f"port = {base}",
             'bind = "0.0.0.0"',
             f"args = {_arr(_ARGS_GEN)}",
+            "",
+            f"[presets.qwen36-dflash{sfx}]",
+            f'description = "Qwen3.6-27B with the DFlash drafter (block 16) on {bw} GPU 1, against the MTP baseline"',
+            f'host = "{bw}"',
+            "gpus = [1]",
+            f"model = {_q(str(d / 'models/Qwen3.6-27B'))}",
+            f"port = {base + 1}",
+            'env = { SGLANG_ENABLE_SPEC_V2 = "1" }',
+            f"args = {_arr([*_ARGS_DFLASH[:2], '--speculative-draft-model-path', str(d / 'models/Qwen3.6-27B-DFlash-b16'), *_ARGS_DFLASH[2:]])}",
             "",
             f"[routers.gen{sfx}]",
             f'description = "SGLang router over the Qwen3.6-27B replicas on {bw} (qwen36-gen{sfx}, qwen36-bench{sfx})"',

@@ -12,6 +12,7 @@ import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from console.sim import logs
@@ -32,6 +33,8 @@ class App:
 
     def __init__(self, args: Any, engine: Engine, info: dict[str, Any], reasoning_model: bool) -> None:
         self.a, self.engine, self.info, self.reasoning_model = args, engine, info, reasoning_model
+        self.default_temperature = _model_temperature(getattr(args, "model_path", ""))
+        """SGLang samples with the model's generation_config.json defaults when a request names no temperature."""
         self.status = "Starting"
         self.on_startup: Callable[[], Awaitable[None]] | None = None
         self.on_shutdown: Callable[[], Awaitable[None]] | None = None
@@ -189,7 +192,7 @@ class App:
             "effective_max_running_requests_per_dp": self.engine.max_running,
         }
         if self.engine.draft_tokens > 1:
-            state["avg_spec_accept_length"] = self.engine.accept_len
+            state["avg_spec_accept_length"] = self.engine.avg_accept_len
         if self.v23:
             sa = {
                 **sa,
@@ -247,6 +250,7 @@ class App:
             max_new_tokens=int(max_new),
             ignore_eos=bool(sp.get("ignore_eos")),
             reasoning=reasoning,
+            temperature=_temperature(sp.get("temperature"), self.default_temperature),
         )
         self.engine.submit(req)
         return req
@@ -306,6 +310,7 @@ class App:
         sp = {
             "max_new_tokens": body.get("max_completion_tokens") or body.get("max_tokens"),
             "ignore_eos": body.get("ignore_eos"),
+            "temperature": body.get("temperature"),
         }
         req = self._new_request(prompt, sp, think)
         separate = bool(self.a.reasoning_parser) and body.get("separate_reasoning", True)
@@ -410,7 +415,9 @@ class App:
             "utilization": e.busy() / 100,
         }
         if e.draft_tokens > 1:
-            gauges["spec_accept_length"] = e.accept_len
+            acc = e.last_accept_len
+            gauges["spec_accept_length"] = acc
+            gauges["spec_accept_rate"] = (acc - 1) / (e.draft_tokens - 1)
         out: list[str] = []
         for name, v in gauges.items():
             out += [
@@ -509,3 +516,18 @@ async def _sse_end(send: Send) -> None:
 
 def new_rid() -> str:
     return uuid.uuid4().hex
+
+
+def _model_temperature(model_path: str) -> float:
+    try:
+        cfg = json.loads((Path(model_path) / "generation_config.json").read_text())
+        return float(cfg.get("temperature", 1.0))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 1.0
+
+
+def _temperature(v: Any, default: float) -> float:
+    try:
+        return max(0.0, float(v)) if v is not None else default
+    except (TypeError, ValueError):
+        return default

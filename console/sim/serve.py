@@ -22,7 +22,7 @@ from uvicorn.config import LOGGING_CONFIG
 
 from console.sim import logs, state
 from console.sim.args import is_hybrid
-from console.sim.engine import Engine
+from console.sim.engine import SPEC_ACCEPT_P, Engine, geometric_accept
 from console.sim.http import App
 
 if TYPE_CHECKING:
@@ -51,10 +51,11 @@ class _Uvicorn(uvicorn.Server):
 
 
 def _accept_len(a: Any) -> tuple[float, int]:
+    """(greedy accept length, verify width) of the server's speculative decoding ((1.0, 1) without)."""
     if not a.speculative_algorithm:
         return 1.0, 1
     d = int(a.speculative_num_draft_tokens or 2)
-    return 1.0 + 0.7 * (d - 1), d
+    return geometric_accept(SPEC_ACCEPT_P.get(a.speculative_algorithm, 0.6), d), d
 
 
 def serve(srv: Server, res: Result) -> int:
@@ -73,6 +74,7 @@ def serve(srv: Server, res: Result) -> int:
         mamba_slots=res.pools.mamba_slots,
         accept_len=acc,
         draft_tokens=draft,
+        algorithm=a.speculative_algorithm,
         log_interval=a.decode_log_interval,
     )
     engine.slow = 1.0

@@ -89,6 +89,9 @@ class Server:
                     self.app.engine.slow *= float(cmd.get("factor", 2.0))
             elif act == "rate" and self.app:
                 self.app.engine.peak_per_gpu = float(cmd.get("tok_s", "inf"))
+            elif act == "accept" and self.app:
+                p = cmd.get("p")
+                self.app.engine.set_accept_p(None if p is None else float(p))
             elif act == "crash":
                 self.crash(str(cmd.get("kind", "sigkill")))
 

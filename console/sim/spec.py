@@ -62,6 +62,8 @@ class ModelSpec:
     mtp_layers: int = 0
     reasoning: bool = False
     """Thinks in <think>...</think> when chat_template_kwargs.enable_thinking is not false."""
+    block_size: int = 0
+    """>0: a DFlash draft model; its config.json carries `block_size` (SGLang reads it as the verify width)."""
 
     @property
     def hybrid(self) -> bool:
@@ -103,6 +105,8 @@ class ModelSpec:
             )
         if self.mtp_layers:
             cfg["mtp_num_hidden_layers"] = self.mtp_layers
+        if self.block_size:
+            cfg["block_size"] = self.block_size
         return cfg
 
 
@@ -200,7 +204,23 @@ QWEN3_06B = ModelSpec(
     shards=1,
     reasoning=True,
 )
-DEFAULT_MODELS = [QWEN36_27B, LLAMA31_8B, QWEN3_06B]
+QWEN36_27B_DFLASH = ModelSpec(
+    name="Qwen3.6-27B-DFlash-b16",
+    architecture="DFlashDraftModel",
+    model_type="qwen3",
+    num_hidden_layers=5,
+    hidden_size=5120,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    head_dim=128,
+    max_position_embeddings=262144,
+    weight_bytes=3_460_000_000,
+    shards=1,
+    vocab_size=248320,
+    block_size=16,
+)
+"""A DFlash drafter for Qwen3.6-27B (block diffusion draft, 16 tokens a block), as the team trains them."""
+DEFAULT_MODELS = [QWEN36_27B, LLAMA31_8B, QWEN3_06B, QWEN36_27B_DFLASH]
 
 
 def _a6000(i: int) -> GpuSpec:

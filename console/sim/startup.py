@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from console.sim import logs, memory
-from console.sim.args import ServerArgs, is_hybrid
+from console.sim.args import ServerArgs, is_hybrid, load_model_config
 from console.sim.hostdir import REPO_ROOT
 from console.sim.nvsmi import RESERVED_MIB
 from console.sim.spec import SimHostSpec
@@ -171,7 +171,11 @@ class Startup:
         if a.speculative_algorithm:
             self.phase = "draft"
             dw = memory.draft_weights_gib(a.model_config, model_bytes, self.tp)
+            if a.speculative_algorithm == "DFLASH":
+                dw = self._dflash_draft_gib()
             self.load_weights(dw, len(shards), type_name=self._draft_type(), draft=True)
+            if a.speculative_algorithm == "DFLASH":
+                self._dflash_runner()
             self.ranks.log(f"KV Cache is allocated. #tokens: {res.pools.kv_tokens}, K size: 0.01 GB, V size: 0.01 GB")
             self.ranks.log(f"Memory pool end. avail mem={self.avail(0):.2f} GB")
             g += self.capture(draft=True)
@@ -185,7 +189,50 @@ class Startup:
         res.graph_gib, res.weight_gib, res.avail_gib = g, w, avail
         return res
 
+    def _dflash_draft_gib(self) -> float:
+        """The DFlash drafter's own weights (its folder's shards), or the load's real failure when it is missing."""
+        path = self.a.speculative_draft_model_path or ""
+        try:
+            self._draft_cfg = load_model_config(path)
+        except OSError as e:
+            self.fail(
+                f"OSError: {e}",
+                [("sglang/srt/speculative/dflash_worker.py", 92, "__init__", "self.draft_worker = TpModelWorker(")],
+            )
+        size = sum(f.stat().st_size for f in Path(path).expanduser().glob("*.safetensors"))
+        return size / 2**30 / self.tp
+
+    def _dflash_runner(self) -> None:
+        """dflash_worker.py's lines once the draft runner exists (rank 0), with its warnings where they apply."""
+        a = self.a
+        backend = a.speculative_draft_attention_backend or a.attention_backend or "flashinfer"
+        if backend == "trtllm_mha":
+            self.ranks.log("DFLASH draft worker does not support 'trtllm_mha' yet; falling back to 'flashinfer'.", [0])
+            backend = "flashinfer"
+        elif backend not in ("flashinfer", "fa3"):
+            self.ranks.log(
+                "DFLASH draft worker only supports attention_backend in {'flashinfer', 'fa3'} for now, "
+                f"but got {backend!r}. Falling back to 'flashinfer'.",
+                [0],
+            )
+            backend = "flashinfer"
+        block = a.speculative_num_draft_tokens
+        model_block = getattr(self, "_draft_cfg", {}).get("block_size")
+        if isinstance(model_block, int) and model_block != block:
+            self.ranks.log(
+                f"DFLASH block size mismatch: using speculative_num_draft_tokens={block} but draft config "
+                f"block_size={model_block}.",
+                [0],
+            )
+        arch = (getattr(self, "_draft_cfg", {}).get("architectures") or ["DFlashDraftModel"])[0]
+        self.ranks.log(
+            f"Initialized DFLASH draft runner. attention_backend={backend}, model={arch}, block_size={block}", [0]
+        )
+        self.ranks.log("DFLASH draft runner ready. mask_token=<|MASK|>, mask_token_id=248077", [0])
+
     def _draft_type(self) -> str:
+        if self.a.speculative_algorithm == "DFLASH":
+            return "DFlashDraftModel"
         arch = (self.a.model_config.get("architectures") or ["Model"])[0]
         return arch.replace("ForConditionalGeneration", "ForCausalLMMTP").replace("ForCausalLM", "ForCausalLMEagle")
 
