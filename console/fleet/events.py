@@ -194,6 +194,8 @@ class NoticeKind(StrEnum):
     HOST_BACK = "host-back"
     TELEMETRY = "telemetry"
     """nvidia-smi missing, hanging or printing garbage on a host."""
+    SPEC = "spec"
+    """A speculative-decoding alarm: accept length collapsed (or back), or a DFLASH warning in the log."""
     ACTION = "action"
     """A lifecycle step the console took (launch, stop, restart, refused ...); its level says how it went."""
     OTHER = "other"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from console.fleet.changes import Changes
 from console.fleet.events import (
@@ -38,6 +38,7 @@ from console.fleet.events import (
 from console.fleet.logmodel import LogModel
 from console.gpu.readings import ComputeApp, GpuReading
 from console.sglang.phase import Phase
+from console.sglang.specdec import accept_alarm, spec_config
 
 MAX_LINES = 20_000
 SPARK_POINTS = 120
@@ -409,9 +410,40 @@ class FleetState:
         tp = s.log.gen_throughput
         if tp is not None and s.log.stats_changed:
             s.throughput_history.append(tp)
+        spec = self._spec_notices(s, ev.at, s.log.stats_changed) if s.log.accepts or s.log.spec_notes else []
         # the first bytes of the file saying "fired up": a server ready before the console looked (re-attach,
         # another console's launch), read from its log's start; that it is ready is shown, not announced
-        return self._phase_notices(s, before, after, ev.at, news=ev.offset > 0 or s.launched_here)
+        return spec + self._phase_notices(s, before, after, ev.at, news=ev.offset > 0 or s.launched_here)
+
+    def _spec_notices(self, s: ServerState, at: float, new_batch: bool) -> list[Notice]:
+        """Each spec alarm as a notice once: a DFLASH warning per kind; the accept collapse when it starts and when it
+        clears (judged on the log's own clock, as the figures were printed)."""
+        out: list[Notice] = []
+        for kind, (note, _, _) in s.log.spec_notes.items():
+            if s.tell_once(f"spec:{kind}"):
+                lvl: Literal["warning", "error"] = "error" if note.severity == "error" else "warning"
+                out.append(Notice(at, lvl, f"{s.name}: {note.text}", s.name, s.meta.host, NoticeKind.SPEC))
+        if not new_batch:
+            return out
+        pts = [(t, v) for t, v in s.log.accepts if t is not None]
+        if not pts or spec_config(s.meta.argv) is None:
+            return out
+        alarm = accept_alarm(pts, pts[-1][0])
+        if alarm is not None and s.tell_once("spec:collapse"):
+            out.append(Notice(at, "warning", f"{s.name}: {alarm.text}", s.name, s.meta.host, NoticeKind.SPEC))
+        elif alarm is None and "spec:collapse" in s.told:
+            s.told.discard("spec:collapse")
+            out.append(
+                Notice(
+                    at,
+                    "info",
+                    f"{s.name}: accept length back at {pts[-1][1]:.2f}",
+                    s.name,
+                    s.meta.host,
+                    NoticeKind.SPEC,
+                )
+            )
+        return out
 
     def _phase_notices(self, s: ServerState, before: Phase, after: Phase, at: float, news: bool) -> list[Notice]:
         if before is after:

@@ -69,7 +69,7 @@ class ActionHost(Protocol):
     def confirm(self, question: Text, then: Callable[[], Any]) -> None: ...
 
 
-MUTATING = frozenset({"launch", "relaunch", "stop", "reconnect", "crash", "bench"})
+MUTATING = frozenset({"launch", "relaunch", "stop", "reconnect", "crash", "drafter", "bench"})
 """Actions --read-only hides from footer and palette and refuses if invoked anyway."""
 
 

@@ -445,6 +445,25 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
                     "crash",
                 )
             )
+            spec = srv is not None and srv.alive and "--speculative-algorithm" in srv.meta.argv
+            cmds.append(
+                (
+                    "sim: drafter collapse",
+                    "Drop the selected sim server's draft acceptance to nothing (accept length ~1.0)",
+                    lambda: self.demo_drafter(name, 0.0),
+                    spec,
+                    "drafter",
+                )
+            )
+            cmds.append(
+                (
+                    "sim: drafter recover",
+                    "Give the selected sim server its drafter's own acceptance back",
+                    lambda: self.demo_drafter(name, None),
+                    spec,
+                    "drafter",
+                )
+            )
         for title, help_text, cb, ok, action in cmds:
             if ok and not (self.read_only and action in MUTATING):
                 yield SystemCommand(title, help_text, cb)
@@ -470,6 +489,18 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
             return True, f"sim: crashing {name}"
 
         self._run("crash", name, go)
+
+    def demo_drafter(self, name: str | None, p: float | None) -> None:
+        """Demo only: set a sim server's draft acceptance (`sim: drafter collapse` / `recover`)."""
+        if name is None or self.demo is None or self.refuse_if_read_only("drafter"):
+            return
+        demo = self.demo
+
+        async def go() -> tuple[bool, str]:
+            await demo.drafter(name, p)
+            return True, f"sim: {name}'s drafter {'collapsed' if p == 0.0 else 'recovered'}"
+
+        self._run("drafter", name, go)
 
     # -- workers, exit -------------------------------------------------------------------
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

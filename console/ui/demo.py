@@ -26,6 +26,8 @@ from console.pids import pid_alive
 
 SERVING_PRESET = "qwen36-mtp"
 STARTING_PRESET = "qwen36-bench"
+DFLASH_PRESET = "qwen36-dflash"
+"""Serves beside the MTP preset from the start: the drafter the team trains against the stock MTP heads."""
 LOAD_EVERY_S = 1.5
 
 
@@ -147,6 +149,10 @@ class DemoFleet:
                 raise RuntimeError(f"demo: {SERVING_PRESET} did not start: {out.message}")
             if out.servers:
                 self._tasks.append(asyncio.create_task(self._light_load(api, out.servers[0])))
+        if DFLASH_PRESET in presets:
+            out = await api.launch(DFLASH_PRESET)
+            if out.ok and out.servers:
+                self._tasks.append(asyncio.create_task(self._light_load(api, out.servers[0])))
         if STARTING_PRESET in presets:
             await api.launch(STARTING_PRESET)
 
@@ -167,6 +173,7 @@ class DemoFleet:
                         json={
                             "messages": [{"role": "user", "content": "Say something about GPUs."}],
                             "max_tokens": 96,
+                            "temperature": 0,  # greedy, as a drafter A/B is run: accept lengths comparable
                             "stream": False,
                         },
                     )
@@ -186,6 +193,18 @@ class DemoFleet:
         if key is None:
             raise ValueError(f"{name} has no port or pid to address")
         await asyncio.to_thread(inject, self.host_dir(m.host), key, "crash", kind="cuda-assert")
+
+    async def drafter(self, name: str, p: float | None) -> None:
+        """Sets a sim server's draft acceptance (`sim: drafter collapse` 0.0; None: its algorithm's own again)."""
+        from console.sim.control import inject
+
+        if self.api is None or name not in self.api.state.servers:
+            raise ValueError(f"no such server: {name}")
+        m = self.api.state.servers[name].meta
+        key = m.port or m.pid
+        if key is None:
+            raise ValueError(f"{name} has no port or pid to address")
+        await asyncio.to_thread(inject, self.host_dir(m.host), key, "accept", p=p)
 
     def cleanup(self) -> None:
         """Stops every sim process, releases the ports and removes the temp tree (safe to call again)."""

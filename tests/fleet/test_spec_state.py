@@ -1,0 +1,108 @@
+"""Speculative decoding through the fleet state: the spec view of a server, status --json's spec object, and
+the alarms as notices (raised once, cleared when the figure recovers), from real-format Decode lines."""
+
+from __future__ import annotations
+
+import time
+
+from console.fleet.events import HostUp, LogData, NoticeKind, ServerMeta, ServerSeen
+from console.fleet.report import server_doc
+from console.fleet.specstate import spec_line, spec_status
+from console.fleet.state import FleetState
+
+ARGV = (
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    "/m",
+    "--speculative-algorithm",
+    "DFLASH",
+    "--speculative-draft-model-path",
+    "/d",
+    "--speculative-dflash-block-size",
+    "16",
+)
+
+
+def _line(t: float, acc: str) -> bytes:
+    ts = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+    return (
+        f"[{ts}] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, accept len: {acc}, accept rate: 0.15, "
+        "cuda graph: True, gen throughput (token/s): 310.50, #queue-req: 0\n"
+    ).encode()
+
+
+def _fleet(argv: tuple[str, ...] = ARGV) -> tuple[FleetState, str]:
+    st = FleetState(["h"])
+    st.apply(HostUp("h", 0))
+    m = ServerMeta(name="dfl@h:gpu1", host="h", gpus=(1,), port=31001, preset="dfl", log_path="/l", argv=argv)
+    st.apply(ServerSeen(m, 0))
+    return st, m.name
+
+
+class Feeder:
+    def __init__(self, st: FleetState, name: str) -> None:
+        self.st, self.name, self.off = st, name, 0
+
+    def feed(self, data: bytes, at: float) -> list:
+        out = self.st.apply(LogData(self.name, at, "/l", self.off, data))
+        self.off += len(data)
+        return list(out.of_kind(NoticeKind.SPEC))
+
+
+def test_spec_view_and_json_from_decode_lines() -> None:
+    st, name = _fleet()
+    t0 = float(int(time.time()))
+    Feeder(st, name).feed(_line(t0, "3.22") + _line(t0 + 2, "3.10"), t0 + 2)
+    s = st.servers[name]
+    sp = spec_status(s, t0 + 3)
+    assert sp is not None and sp.accept_len == 3.10 and sp.config.dflash and sp.config.accept_max == 17
+    assert spec_line(sp, t0 + 3, 15) == "spec DFLASH · accept 3.10"
+    assert spec_line(sp, t0 + 60, 15) == "spec DFLASH · accept 3.10 (58 s ago)"
+    doc = server_doc(s, t0 + 3)
+    assert doc["spec"]["block_size"] == 16 and doc["spec"]["accept_len"] == 3.10
+    assert doc["spec"]["accept_len_age_s"] == 1.0 and doc["spec"]["source"] == "log" and doc["warnings"] == []
+    plain, pname = _fleet(argv=("-m", "sglang.launch_server", "--model-path", "/m"))
+    assert server_doc(plain.servers[pname], t0)["spec"] is None
+
+
+def test_collapse_alarm_once_and_clears() -> None:
+    st, name = _fleet()
+    f = Feeder(st, name)
+    t0 = float(int(time.time()))
+    assert f.feed(_line(t0, "3.20"), t0) == []
+    raised = f.feed(_line(t0 + 2, "1.02"), t0 + 2)
+    assert len(raised) == 1 and "1.02 under 1.3" in raised[0].message and raised[0].level == "warning"
+    assert f.feed(_line(t0 + 4, "1.01"), t0 + 4) == []  # once, while it stands
+    doc = server_doc(st.servers[name], t0 + 5)
+    assert [w["kind"] for w in doc["warnings"]] == ["accept-collapse"]
+    back = f.feed(_line(t0 + 6, "3.05"), t0 + 6)
+    assert len(back) == 1 and back[0].level == "info" and "back at 3.05" in back[0].message
+    assert server_doc(st.servers[name], t0 + 7)["warnings"] == []
+
+
+def test_dflash_warning_is_a_notice_once_and_a_json_warning() -> None:
+    st, name = _fleet()
+    f = Feeder(st, name)
+    line = (
+        b"[2026-12-07 10:00:00] DFLASH currently supports greedy verification only; ignoring non-greedy sampling "
+        b"params (e.g. temperature/top_p/top_k) and using argmax.\n"
+    )
+    first = f.feed(line, 1.0)
+    assert len(first) == 1 and "greedy" in first[0].message
+    assert f.feed(line, 2.0) == []
+    w = server_doc(st.servers[name], 3.0)["warnings"]
+    assert w[0]["kind"] == "greedy-only" and "(2 times)" in w[0]["text"]
+
+
+def test_metrics_figure_wins_when_newer_and_absurd_ones_are_unknown() -> None:
+    st, name = _fleet()
+    t0 = float(int(time.time()))
+    Feeder(st, name).feed(_line(t0, "3.20"), t0)
+    s = st.servers[name]
+    s.metrics, s.metrics_at = {"spec_accept_length": 2.5, "spec_accept_rate": 0.1}, t0 + 5
+    sp = spec_status(s, t0 + 6)
+    assert sp is not None and sp.accept_len == 2.5 and sp.source == "metrics"
+    s.metrics = {"spec_accept_length": 40.0}  # past block 16's width: no such figure
+    sp = spec_status(s, t0 + 6)
+    assert sp is not None and sp.accept_len == 3.20 and sp.source == "log"
