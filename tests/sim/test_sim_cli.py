@@ -34,7 +34,7 @@ def test_sim_up_is_idempotent_and_check_prints_runnable_commands(tmp_path: Path,
     assert {h.transport for h in fleet.hosts.values()} == {"local"}
     assert fleet.hosts["ct129"].python == str(d.resolve() / "ct129/venv/bin/python3")
     ports = [p.replica.port for n in fleet.presets for p in plan_launch(fleet, n, "x")]
-    assert ports == [30000, 31000, 31001, 31002, 31003, 31000]
+    assert ports == [30000, 31000, 31001, 31002, 31003, 31000, 31001]
     shards = sorted((d / "blackwell/models/Qwen3.6-27B").glob("model-*-of-00015.safetensors"))
     assert len(shards) == 15 and sum(f.stat().st_size for f in shards) == 55_630_000_000
     assert sum(f.stat().st_blocks for f in shards) == 0  # sparse placeholders
