@@ -19,7 +19,15 @@ from console.fleet.api import ActionOutcome, LaunchPreview, PreCheck
 from console.fleet.events import ServerAction, ServerMeta, ServerSeen
 from console.fleet.hostops import HostOps
 from console.fleet.journal import mask, mask_argv, mask_env, remember_secrets
-from console.fleet.prechecks import GPU_BUSY_MIB, choose_ports, facts_command, parse_facts, port_owners, run_checks
+from console.fleet.prechecks import (
+    GPU_BUSY_MIB,
+    choose_ports,
+    draft_model_path,
+    facts_command,
+    parse_facts,
+    port_owners,
+    run_checks,
+)
 from console.gpu import nvsmi
 from console.sglang import launchscript
 from console.sglang.command import LaunchPlan, plan_launch, shell_path
@@ -50,7 +58,8 @@ async def preview(
     link = ctl.links[preset.host]
     try:
         log_dir = plans[0].log_path.rsplit("/", 1)[0] if plans and "/" in plans[0].log_path else None
-        r = await link.run(facts_command(ctl.fleet.hosts[preset.host], preset.model, log_dir), timeout=30)
+        draft = draft_model_path(preset.args)
+        r = await link.run(facts_command(ctl.fleet.hosts[preset.host], preset.model, log_dir, draft), timeout=30)
     except TransportError as e:
         return LaunchPreview(
             preset_name, plans, lint_preset(ctl.fleet, preset_name), [PreCheck("host reachable", False, str(e))]

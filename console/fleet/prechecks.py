@@ -21,6 +21,7 @@ from console.fleet.monitor import parse_ps
 from console.gpu import nvsmi
 from console.gpu.readings import ComputeApp
 from console.sglang.command import LaunchPlan, shell_path
+from console.sglang.specdec import spec_config
 
 GPU_BUSY_MIB = 1024
 """A GPU using more than this (with no compute app listed) is not free."""
@@ -44,6 +45,8 @@ class HostFacts:
     """Listening TCP port -> owning pid (when ss shows it)."""
     ports_known: bool = True
     model_present: bool | None = None
+    draft_present: bool | None = None
+    """The speculative draft model's path exists (None: no draft path to check)."""
     model_config: dict | None = None
     model_config_error: str | None = None
     """config.json is there but nested too deep to read (the lint rules that need it are skipped)."""
@@ -98,8 +101,15 @@ def choose_ports(first: int, n: int, taken: set[int]) -> list[int]:
     return out
 
 
-def facts_command(fleet_host: Host, model: str, log_dir: str | None = None) -> str:
-    """One remote command printing every fact the pre-checks need, in `==> NAME` sections."""
+def draft_model_path(args: list[str] | tuple[str, ...]) -> str | None:
+    """The preset's `--speculative-draft-model-path` (or its alias), checked on the host like the model."""
+    cfg = spec_config(list(args))
+    return cfg.draft_model if cfg is not None else None
+
+
+def facts_command(fleet_host: Host, model: str, log_dir: str | None = None, draft: str | None = None) -> str:
+    """One remote command printing every fact the pre-checks need, in `==> NAME` sections (`draft`: the
+    speculative draft model's path, checked like the model's)."""
     ld = shell_path(log_dir or fleet_host.effective_log_dir)
     disk = (
         f'd={ld}; while [ ! -d "$d" ] && [ "$d" != / ] && [ "$d" != . ]; do d=$(dirname "$d"); done; '
@@ -120,6 +130,11 @@ def facts_command(fleet_host: Host, model: str, log_dir: str | None = None) -> s
             PORTS_COMMAND,
             'echo "==> model"',
             f"if [ -e {m} ]; then echo present; head -c 300000 {m}/config.json 2>/dev/null; else echo missing; fi",
+            *(
+                ['echo "==> draft"', f"if [ -e {shell_path(draft)} ]; then echo present; else echo missing; fi"]
+                if draft
+                else []
+            ),
             'echo "==> disk"',
             disk,
             'echo "==> rundisk"',
@@ -181,6 +196,9 @@ def parse_facts(text: str, host_name: str) -> HostFacts:
             except hostjson.HostJsonError as e:
                 f.model_config = None
                 f.model_config_error = e.detail if e.too_deep else None
+    draft = sections.get("draft", [])
+    if draft:
+        f.draft_present = draft[0].strip() == "present"
     disk = [ln.split() for ln in sections.get("disk", []) if ln.strip()]
     if disk and len(disk[-1]) >= 6 and disk[-1][3].isdigit():
         f.log_free_kib, f.log_mount = int(disk[-1][3]), disk[-1][5]
@@ -321,6 +339,11 @@ def run_checks(ctl: FleetView, preset_name: str, plans: list[LaunchPlan], f: Hos
         )
     if f.model_present is False:
         checks.append(PreCheck("model present", False, f"model path {preset.model} does not exist on {host}"))
+    if f.draft_present is False:
+        draft = draft_model_path(preset.args)
+        checks.append(
+            PreCheck("draft model present", False, f"speculative draft model {draft} does not exist on {host}")
+        )
     if f.model_config_error:
         checks.append(
             PreCheck(

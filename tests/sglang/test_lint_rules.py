@@ -233,3 +233,45 @@ def test_flag_table() -> None:
     assert flags.lookup("--tp") is None and flags.lookup("--tensor-parallel-size").name == "--tp-size"  # type: ignore[union-attr]
     assert flags.lookup("--speculative-algorithm").choices == flags.SPEC_ALGORITHMS  # type: ignore[union-attr]
     assert flags.nearest("--cuda-graph-maxbs") == "--cuda-graph-max-bs"
+
+
+DFLASH = ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "/d"]
+
+
+@pytest.mark.parametrize(
+    ("args", "rule", "severity"),
+    [
+        (["--speculative-algorithm", "DFLASH"], "dflash-draft-path", "error"),
+        (
+            [*DFLASH, "--speculative-dflash-block-size", "16", "--speculative-num-draft-tokens", "8"],
+            "dflash-block-size",
+            "error",
+        ),
+        ([*DFLASH, "--speculative-dflash-block-size", "0"], "dflash-block-size", "error"),
+        (
+            [*DFLASH, "--speculative-dflash-block-size", "16", "--speculative-draft-window-size", "8"],
+            "dflash-window",
+            "error",
+        ),
+        (
+            [*DFLASH, "--speculative-num-draft-tokens", "16", "--speculative-dflash-draft-window-size", "4"],
+            "dflash-window",
+            "error",
+        ),
+        ([*DFLASH, "--enable-dp-attention"], "dflash-parallelism", "error"),
+        ([*DFLASH, "--pp-size", "2"], "dflash-parallelism", "error"),
+        ([*DFLASH, "--speculative-draft-attention-backend", "triton"], "dflash-draft-backend", "warning"),
+    ],
+)
+def test_dflash_rules_as_sglang_enforces_them(args: list[str], rule: str, severity: str) -> None:
+    """SGLang main's `_handle_dflash` (arg_groups/speculative_hook.py) and DFlashWorker's backend fallback."""
+    assert rules(lint(args)).get(rule) == severity
+
+
+def test_a_good_dflash_preset_is_clean_and_its_flags_are_known() -> None:
+    good = [*DFLASH, "--speculative-dflash-block-size", "16", "--speculative-draft-window-size", "2048"]
+    good += ["--speculative-draft-attention-backend", "fa3"]
+    found = rules(lint(good))
+    assert not {r for r in found if r.startswith("dflash")} and "unknown-flag" not in found
+    same = [*DFLASH, "--speculative-dflash-block-size", "8", "--speculative-num-draft-tokens", "8"]
+    assert "dflash-block-size" not in rules(lint(same))
