@@ -6,7 +6,7 @@ Rate model (per server, P = token_rate_per_gpu * tp, H = half_concurrency, a = a
     total_tok_s(C) = a * P * C / (C + H)    and    per_request_tok_s(C) = a * P / (C + H).
 Throughput rises with concurrency and saturates at a*P; C is capped by max_running_requests and
 the KV pool (extra requests wait: #queue-req). P = inf (DFLASH_SIM_TOKEN_RATE=inf) is zero-delay.
-Prefill of N new tokens takes N / (20 * P) seconds. Logs: reference §2.1-2.3.
+Prefill of N new tokens takes N / (20 * P) seconds. Logs: docs/sglang.md §2.1-2.3.
 """
 
 from __future__ import annotations
