@@ -11,11 +11,7 @@ from pathlib import Path
 
 from console.sglang.logparse import LogParser
 
-SAMPLES = (
-    (Path(__file__).resolve().parents[2] / "shared" / "samples" / "sglang-logs")
-    if (Path(__file__).resolve().parents[2] / "shared").is_dir()
-    else Path("/work/shared/samples/sglang-logs")
-)
+SAMPLES = Path(__file__).resolve().parents[1] / "tests" / "samples" / "sglang-logs"
 
 
 def corpus(min_lines: int) -> tuple[bytes, int]:

@@ -22,9 +22,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 ROOT = HERE.parents[1]
-SAMPLES = ROOT.parent / "shared" / "samples" / "sglang-logs"
-if not SAMPLES.is_dir():
-    SAMPLES = Path("/work/shared/samples/sglang-logs")
+SAMPLES = ROOT / "tests" / "samples" / "sglang-logs"
 CAP = 20_000
 
 

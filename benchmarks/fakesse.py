@@ -2,7 +2,7 @@
 
 Not a simulator (that is `console.sim`): it answers `/v1/models`, `/server_info` and streaming
 `/v1/chat/completions` with one SSE chunk per token, at a fixed per-request token rate or with no
-delay at all, keep-alive, chunked encoding, the usage chunk and `[DONE]`, like SGLang (reference §3.1).
+delay at all, keep-alive, chunked encoding, the usage chunk and `[DONE]`, like SGLang (docs/sglang.md §3.1).
 """
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ rate = float(sys.argv[1]); seconds = float(sys.argv[2]); paths = sys.argv[3:]
 fs = [open(p, "a", buffering=1) for p in paths]
 period = 1.0 / rate if rate > 0 else 1.0
 def line(ts, k):
-    # SGLang's own serving lines (reference section 2, sample 08), values moving so the panes change
+    # SGLang's own serving lines (docs/sglang.md §2, sample 08), values moving so the panes change
     r = 24 + k % 9
     m = k % 4
     if m == 0:

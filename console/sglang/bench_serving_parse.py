@@ -1,4 +1,4 @@
-"""Pure parser for `python -m sglang.bench_serving`'s printed summary (reference §7), for side-by-side runs.
+"""Pure parser for `python -m sglang.bench_serving`'s printed summary (docs/sglang.md §7), for side-by-side runs.
 
 The summary is `"{label:<40} {value}"` lines between `== Serving Benchmark Result ==` and a line
 of `=`; labels are exact, numbers are ms for latencies. Extra 0.5.23 lines are kept in `fields`.

@@ -1,4 +1,4 @@
-"""SGLang's launch flags (0.5.11 `server_args.py`, reference §5.2 plus the common rest) with types and choices.
+"""SGLang's launch flags (0.5.11 `server_args.py`, docs/sglang.md §5.2 plus the common rest) with types and choices.
 
 One table for the lint rules and the preset editor. It is not exhaustive: a flag missing here is
 reported as a warning ("not in the console's table"), never as an SGLang error.
@@ -97,7 +97,7 @@ def _f(name: str, kind: Kind = "str", choices: tuple[str, ...] | None = None, *a
 
 
 _TABLE: tuple[Flag, ...] = (
-    # reference §5.2
+    # docs/sglang.md §5.2
     _f("--model-path", "str", None, "--model", help="local dir or HF repo id"),
     _f("--tp-size", "int", None, "--tensor-parallel-size"),
     _f("--dp-size", "int", None, "--data-parallel-size"),

@@ -1,6 +1,6 @@
 """SGLang-specific preset lint rules: the launch mistakes that cost a 10-minute cold start to discover.
 
-Each rule cites the SGLang behaviour it predicts (reference §5.2-5.3); registered into console.sglang.lint.
+Each rule cites the SGLang behaviour it predicts (docs/sglang.md §5.2-5.3); registered into console.sglang.lint.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SGLang's CLI (reference §5.2) and `prepare_server_args` validation (§5.3) with the real error texts.
+"""SGLang's CLI (docs/sglang.md §5.2) and `prepare_server_args` validation (§5.3) with the real error texts.
 
 `prepare_server_args(argv)` parses like argparse does for `sglang serve` (exit 2 on bad flags or
 choices) and resolves defaults in `ServerArgs.__post_init__`, raising SGLang's own ValueError /
@@ -168,7 +168,7 @@ class ServerArgs:
 
     def __post_init__(self) -> None:
         if sglang_version().startswith("0.5.11"):
-            _resolve(self)  # 0.5.23 resolves later, in resolve_once() (reference §5.4)
+            _resolve(self)  # 0.5.23 resolves later, in resolve_once() (docs/sglang.md §5.4)
 
     def resolve_once(self) -> None:
         """0.5.23's deferred validation (run_server calls it); a no-op for 0.5.11, which resolved in __post_init__."""
@@ -359,7 +359,7 @@ def _resolve(a: ServerArgs) -> None:
 
 
 def default_mem_fraction(a: ServerArgs) -> float:
-    """`round((gpu_mem - reserved_mem)/gpu_mem, 3)` with SGLang's reserved_mem formula (reference §5.2)."""
+    """`round((gpu_mem - reserved_mem)/gpu_mem, 3)` with SGLang's reserved_mem formula (docs/sglang.md §5.2)."""
     if not a.gpu_mem_mib:
         return 0.88
     reserved = (

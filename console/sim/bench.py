@@ -1,4 +1,4 @@
-"""`python -m sglang.bench_serving` on a sim host: SGLang's flags, run phases and summary block (reference §7).
+"""`python -m sglang.bench_serving` on a sim host: SGLang's flags, run phases and summary block (docs/sglang.md §7).
 
 The client is aiohttp, as in the real tool, reading the stream line by line (`async for line in
 response.content`), so its figures carry the real tool's client costs. Supports `--backend sglang` (streaming /generate) and `sglang-oai-chat` (streaming chat), datasets

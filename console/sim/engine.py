@@ -6,7 +6,7 @@ Rate model (per server, P = token_rate_per_gpu * tp, H = half_concurrency, a = a
     total_tok_s(C) = a * P * C / (C + H)    and    per_request_tok_s(C) = a * P / (C + H).
 Throughput rises with concurrency and saturates at a*P; C is capped by max_running_requests and
 the KV pool (extra requests wait: #queue-req). P = inf (DFLASH_SIM_TOKEN_RATE=inf) is zero-delay.
-Prefill of N new tokens takes N / (20 * P) seconds. Logs: reference §2.1-2.3.
+Prefill of N new tokens takes N / (20 * P) seconds. Logs: docs/sglang.md §2.1-2.3.
 
 Speculative decoding: each of the d - 1 draft tokens of a verify step is accepted in turn with probability p
 (per algorithm, `SPEC_ACCEPT_P`), so a = 1 + p + ... + p^(d-1) (the bonus token included, as SGLang counts it).

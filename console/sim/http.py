@@ -1,4 +1,4 @@
-"""The sim server's HTTP API as a plain ASGI app (reference §3): health, info, OpenAI chat, native generate, metrics.
+"""The sim server's HTTP API as a plain ASGI app (docs/sglang.md §3): health, info, OpenAI chat, generate, metrics.
 
 Auth like SGLang: with --api-key every path except /health* and /metrics* needs `Authorization:
 Bearer KEY` (scheme case-insensitive), else 401 {"error":"Unauthorized"}.
@@ -210,7 +210,7 @@ class App:
         }
 
     def loads(self) -> dict[str, Any]:
-        """/v1/loads (reference §3): throughput/utilisation read 0 without --enable-metrics, as in SGLang."""
+        """/v1/loads (docs/sglang.md §3): throughput/utilisation read 0 without --enable-metrics, as in SGLang."""
         e, m = self.engine, self.a.enable_metrics
         used = e.used_tokens()
         load = {

@@ -1,6 +1,6 @@
 """SGLang's log line prefixes, tqdm bars and Python-style tracebacks, written and flushed line by line.
 
-Formats: reference §1.1 (`[%(asctime)s{ms}{prefix}] msg`, no level name), §1.3 (tqdm with `\\r`).
+Formats: docs/sglang.md §1.1 (`[%(asctime)s{ms}{prefix}] msg`, no level name), §1.3 (tqdm with `\\r`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def stamp(t: float | None = None) -> str:
 
 
 def rank_prefix(tp_size: int, tp_rank: int | None) -> str:
-    """Scheduler prefix: ` TPn` only when tp > 1 (reference §1.1)."""
+    """Scheduler prefix: ` TPn` only when tp > 1 (docs/sglang.md §1.1)."""
     return f" TP{tp_rank}" if tp_rank is not None and tp_size > 1 else ""
 
 

@@ -1,7 +1,7 @@
 """The sim server's VRAM arithmetic: weights, KV/Mamba pools, CUDA graphs, as SGLang sizes them.
 
 All sizes in GiB ("GB" in SGLang's logs is GiB). KV pool: `rest = avail_after_weights -
-total * (1 - mem_fraction_static)`; rest <= 0 is SGLang's "Not enough memory" (reference §6.2).
+total * (1 - mem_fraction_static)`; rest <= 0 is SGLang's "Not enough memory" (docs/sglang.md §6.2).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`nvidia-smi` stand-in: the real tool's query CSV, loop, -L, --version and table formats, from the state file.
 
 Run as `python -m console.sim.nvsmi --host-dir DIR ARGS` by the host's `bin/nvidia-smi`. Header
-names, units, `[N/A]`, error texts and the table layout follow shared/samples/nvidia-smi/.
+names, units, `[N/A]`, error texts and the table layout follow the real captures in tests/samples/nvidia-smi/.
 Utilisation comes from the sim servers' load; temperature, power and clocks follow it.
 """
 
@@ -235,7 +235,7 @@ def _kv(indent: int, key: str, val: object) -> str:
 
 
 def query_long(gpus: list[GpuNow], spec: SimHostSpec, sections: list[str]) -> list[str]:
-    """`nvidia-smi -q -d MEMORY,UTILIZATION` (shared/samples/nvidia-smi/h200-real/q-memory-util.txt)."""
+    """`nvidia-smi -q -d MEMORY,UTILIZATION` (tests/samples/nvidia-smi/h200-real/q-memory-util.txt)."""
     t = gpus[0].t if gpus else time.time()
     out = [
         "",

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 def logging_config() -> dict[str, Any]:
-    """SGLang's set_uvicorn_logging_configs (reference §1.1)."""
+    """SGLang's set_uvicorn_logging_configs (docs/sglang.md §1.1)."""
     cfg = copy.deepcopy(LOGGING_CONFIG)
     cfg["formatters"]["default"]["fmt"] = "[%(asctime)s] %(levelprefix)s %(message)s"
     cfg["formatters"]["default"]["datefmt"] = "%Y-%m-%d %H:%M:%S"

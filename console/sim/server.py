@@ -1,6 +1,6 @@
 """`python -m sglang.launch_server` on a sim host: args, startup phases, uvicorn, signals, crashes.
 
-Exit codes as SGLang (reference §6): 2 bad flags, 1 argument/validation error or a rank dying in
+Exit codes as SGLang (docs/sglang.md §6): 2 bad flags, 1 argument/validation error or a rank dying in
 init, 137 after a child's SIGQUIT or a SIGTERM drain, 3 when uvicorn cannot bind the port.
 """
 

@@ -1,4 +1,4 @@
-"""The sim server's startup phases (reference §1.2): per-rank lines, tqdm bars, VRAM taken step by step.
+"""The sim server's startup phases (docs/sglang.md §1.2): per-rank lines, tqdm bars, VRAM taken step by step.
 
 `Startup.run()` walks init -> weights -> KV/Mamba pools -> CUDA graphs (-> draft model) and returns
 the pool numbers; SGLang's failures (OOM, "Not enough memory", unbalanced memory, capture failed)

@@ -1,4 +1,4 @@
-"""The bench_serving summary parser, on the exact format of reference §7 (0.5.11 and 0.5.23 lines)."""
+"""The bench_serving summary parser, on the exact format of docs/sglang.md §7 (0.5.11 and 0.5.23 lines)."""
 
 from __future__ import annotations
 

@@ -126,7 +126,7 @@ def test_global_options_before_or_after_the_command(tmp_path: Path):
 
 def test_closed_stdout_is_no_traceback_for_any_command(tmp_path: Path):
     """`check | head -2`: the reader is gone before the command writes (its pipe end closed at once)."""
-    from tests.shared_samples import SAMPLES
+    from tests.samples import SAMPLES
 
     hosts = tmp_path / "fleet.toml"
     hosts.write_text(LOCAL_FLEET)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.shared_samples import SAMPLES
+from tests.samples import SAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("asyncssh", "httpx", "textual")

@@ -6,7 +6,7 @@ import gc
 import tracemalloc
 
 from console.fleet.logmodel import FLEET_BYTES, LogBudget, LogModel, line_cost
-from tests.shared_samples import SAMPLES
+from tests.samples import SAMPLES
 
 MB = 1_000_000
 

@@ -27,7 +27,7 @@ from console.fleet.report import status_doc
 from console.fleet.state import FleetState
 from tests.fleet.conftest import preset_toml
 from tests.fleet.test_cli import cli
-from tests.shared_samples import SAMPLES
+from tests.samples import SAMPLES
 
 SMI = SAMPLES / "nvidia-smi" / "h200-real"
 LOGS = SAMPLES / "sglang-logs"

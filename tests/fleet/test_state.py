@@ -21,7 +21,7 @@ from console.fleet.events import (
 )
 from console.fleet.state import FleetState
 from console.gpu.readings import ComputeApp, GpuReading
-from tests.shared_samples import SAMPLES
+from tests.samples import SAMPLES
 
 U0, U1 = "GPU-aaaa", "GPU-bbbb"
 

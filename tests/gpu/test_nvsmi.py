@@ -1,18 +1,15 @@
-"""nvidia-smi parsing on real captures (shared/samples), [N/A] cells, garbage and -lms grouping."""
+"""nvidia-smi parsing on real captures (tests/samples/nvidia-smi), [N/A] cells, garbage and -lms grouping."""
 
 from __future__ import annotations
 
 import pytest
 
 from console.gpu import nvsmi
-from tests.shared_samples import SAMPLES as _ROOT
+from tests.samples import NVIDIA_SMI as SAMPLES
 
-SAMPLES = _ROOT / "nvidia-smi"
 H200 = SAMPLES / "h200-real"
-needs_samples = pytest.mark.skipif(not SAMPLES.exists(), reason="shared samples not present")
 
 
-@needs_samples
 def test_h200_busy_with_header_and_units():
     rows = nvsmi.parse_gpu_csv((H200 / "query-gpu-busy.csv").read_text())
     assert len(rows) == 1
@@ -25,27 +22,23 @@ def test_h200_busy_with_header_and_units():
     assert r.power_w == pytest.approx(690.01) and r.power_limit_w == 700.0 and r.clocks_sm_mhz == 1485
 
 
-@needs_samples
 def test_h200_idle():
     (r,) = nvsmi.parse_gpu_csv((H200 / "query-gpu-idle.csv").read_text())
     assert r.memory_used_mib == 0 and r.utilization_pct == 0 and r.clocks_sm_mhz == 345
 
 
-@needs_samples
 def test_compute_apps_real():
     (a,) = nvsmi.parse_apps_csv((H200 / "compute-apps.csv").read_text())
     assert a.pid == 421 and a.process_name == "python3" and a.used_mib == 21482
     assert a.gpu_uuid.startswith("GPU-4c23")
 
 
-@needs_samples
 def test_loop_sample_other_fields():
     fields = ("index", "memory.used", "utilization.gpu", "power.draw")
     rows = nvsmi.parse_gpu_csv((H200 / "loop-lms500.csv").read_text(), fields)
     assert len(rows) == 8 and all(r.index == 0 and r.memory_used_mib == 21491 for r in rows)
 
 
-@needs_samples
 def test_bad_field_error_text():
     text = (H200 / "query-bad-field.txt").read_text()
     assert nvsmi.error_text(text) == 'Field "bogus.field" is not a valid field to query.'
@@ -53,7 +46,6 @@ def test_bad_field_error_text():
         nvsmi.parse_gpu_csv(text)
 
 
-@needs_samples
 def test_older_samples_with_subset_headers():
     rows = nvsmi.parse_gpu_csv(
         (SAMPLES / "05-rtx-a6000-x2-query-gpu-csv.txt").read_text(),

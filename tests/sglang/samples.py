@@ -1,12 +1,10 @@
-"""The real sample logs from /work/shared/samples, for the SGLang-knowledge tests."""
+"""The real sample logs (tests/samples/sglang-logs), for the SGLang-knowledge tests."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples" / "sglang-logs"
-if not SAMPLES.is_dir():
-    SAMPLES = Path("/work/shared/samples/sglang-logs")
+from tests.samples import SGLANG_LOGS as SAMPLES
 
 
 def sample(prefix: str) -> bytes:
@@ -15,4 +13,7 @@ def sample(prefix: str) -> bytes:
 
 
 def all_samples() -> list[Path]:
-    return sorted(SAMPLES.glob("*.log"))
+    paths = sorted(SAMPLES.glob("*.log"))
+    if not paths:  # parametrised over nothing, every sample test would pass without running
+        raise FileNotFoundError(f"no sample logs in {SAMPLES}")
+    return paths

@@ -1,4 +1,4 @@
-"""Synthetic SGLang logs in the exact 0.5.11 / 0.5.23 formats of the reference (for phases not in the samples)."""
+"""Synthetic SGLang logs in the exact 0.5.11 / 0.5.23 formats of docs/sglang.md (for phases not in the samples)."""
 
 from __future__ import annotations
 

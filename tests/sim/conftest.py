@@ -16,7 +16,7 @@ from console.config import Fleet, load_fleet
 from console.sglang.command import launch_command, plan_launch
 from console.sim.fleet import sim_down, sim_up
 from console.sim.state import proc_start_ticks
-from tests.shared_samples import SAMPLES
+from tests.samples import SAMPLES
 
 __all__ = ["SAMPLES"]
 

@@ -1,4 +1,4 @@
-"""SGLang CLI stand-in: argparse errors, validation errors and defaults with SGLang's texts (reference §5, §6.4)."""
+"""SGLang CLI stand-in: argparse and validation errors and defaults, with SGLang's texts (docs/sglang.md §5, §6.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`dflash-console sim up/down/crash`, the hosts.toml it writes, and SGLang's exit codes (reference §6)."""
+"""`dflash-console sim up/down/crash`, the hosts.toml it writes, and SGLang's exit codes (docs/sglang.md §6)."""
 
 from __future__ import annotations
 

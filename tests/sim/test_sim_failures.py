@@ -1,4 +1,4 @@
-"""Sim SGLang failure modes (reference §5.3, §6): each launched with plan_launch's own /bin/sh command, log read back."""
+"""Sim SGLang failure modes (docs/sglang.md §5.3, §6), each launched by plan_launch's /bin/sh command, log read back."""
 
 from __future__ import annotations
 

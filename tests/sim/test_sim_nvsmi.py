@@ -1,4 +1,4 @@
-"""nvidia-smi stand-in vs the real tool's samples (shared/samples/nvidia-smi): headers, units, layout, errors."""
+"""nvidia-smi stand-in vs the real tool's samples (tests/samples/nvidia-smi): headers, units, layout, errors."""
 
 from __future__ import annotations
 

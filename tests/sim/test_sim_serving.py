@@ -1,4 +1,4 @@
-"""Sim SGLang serving vs reference §2-§4: chat streaming chunks, auth, metrics names, Decode lines, the rate formula."""
+"""Sim SGLang serving vs docs/sglang.md §2-§4: chat stream chunks, auth, metric names, Decode lines, rate formula."""
 
 from __future__ import annotations
 

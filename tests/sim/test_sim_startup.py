@@ -1,4 +1,4 @@
-"""Sim SGLang startup vs reference §1.2: prefixes, phase order, tqdm bars, VRAM per phase, ranks as processes."""
+"""Sim SGLang startup vs docs/sglang.md §1.2: prefixes, phase order, tqdm bars, VRAM per phase, ranks as processes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tests.patience import patient
 from .conftest import launch, smi
 
 TS = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
-# Reference §1.2 rows in order (the TP0 copy of each per-rank line), with the draft phases of row 17.
+# docs/sglang.md §1.2 rows in order (the TP0 copy of each per-rank line), with the draft phases of row 17.
 ORDER_SPEC = [
     r"sglang/launch_server\.py:54: UserWarning: 'python -m sglang\.launch_server' is still supported, but 'sglang serve' "
     r"is the recommended entrypoint\.\n  Example: sglang serve --model-path <model> \[options\]",
