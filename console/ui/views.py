@@ -12,9 +12,10 @@ from collections.abc import Iterable, Reversible
 from dataclasses import dataclass
 from itertools import islice
 
-from console.fleet.specstate import FIGURE_STALE_S, spec_line, spec_status
+from console.fleet.specstate import FIGURE_STALE_S, SpecStatus, spec_line, spec_status
 from console.fleet.state import FleetState, GpuPoint, GpuState, HostState, ServerState
 from console.sglang.phase import STARTING_PHASES, Phase
+from console.sglang.specdec import percentile
 from console.ui import format as fmt
 
 HOT_C = 80
@@ -529,8 +530,11 @@ def server_page(srv: ServerState, now: float) -> ServerPage:
                 "",
             ),
         ]
+    spec = spec_status(srv, now)
+    if spec is not None and not v.ended:
+        state.append((" · " + spec_line(spec, now, FIGURE_STALE_S), ""))
     state.append((f" · {log.line_count} lines", "dim"))
-    notes = []
+    notes = [fmt.clean(text, 160) for _, text in spec.warnings] if spec is not None and not v.ended else []
     if not m.managed:
         notes.append("external: not started by this console" + ("" if log.line_count else "; its log is not tailed"))
     if srv.log_error:
@@ -553,6 +557,8 @@ def server_page(srv: ServerState, now: float) -> ServerPage:
     cur, prev = log.timeline, srv.previous_timeline
     timeline = tuple((p, cur.get(p), prev.get(p)) for p in TIMELINE)
     facts = [f"{k.replace('_', ' ')}: {fmt.clean(str(val), 120)}" for k, val in _fact_items(log.facts)]
+    if spec is not None:
+        facts = [*_spec_facts(spec), *facts]
     if srv.previous_logs:
         facts.append(f"previous logs: {len(srv.previous_logs)} (o: view; last: {fmt.clean(srv.previous_logs[-1])})")
     if m.log_path:
@@ -566,6 +572,22 @@ def server_page(srv: ServerState, now: float) -> ServerPage:
         fmt.clean(m.command or " ".join(m.argv) or "(unknown)"),
         tuple(facts),
     )
+
+
+def _spec_facts(st: SpecStatus) -> list[str]:
+    """The spec settings as launched and the accept figures of this launch, first among the facts."""
+    c = st.config
+    out = [f"spec: {c.algorithm} · {c.shape()}"]
+    if c.draft_model:
+        out.append(f"draft model: {fmt.clean(c.draft_model, 120)}")
+    if c.draft_attention_backend:
+        out.append(f"draft attention: {fmt.clean(c.draft_attention_backend, 40)}")
+    if c.draft_window:
+        out.append(f"draft window: {c.draft_window}")
+    if st.history:
+        p10, p90 = percentile(st.history, 10), percentile(st.history, 90)
+        out.append(f"accept length: mean {st.mean():.2f} · p10 {p10:.2f} · p90 {p90:.2f} ({len(st.history)} figures)")
+    return out
 
 
 def _fact_items(facts: object) -> list[tuple[str, object]]:
