@@ -103,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
 
     fleet = load_fleet(args.hosts)
     if args.preset not in fleet.presets:
-        return fail(f"unknown preset '{args.preset}' (known: {', '.join(fleet.presets) or 'none'})", EXIT_USAGE)
+        from console.commands.names import unknown
+
+        return fail(unknown("preset", args.preset, list(fleet.presets)), EXIT_USAGE)
     try:
         gpus = parse_gpus(args.gpus)
         if gpus is not None:

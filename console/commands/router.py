@@ -143,7 +143,7 @@ async def bench(ctl: FleetController, mgr: RouterManager, name: str, args: argpa
 
 
 def run(args: argparse.Namespace) -> int:
-    from console.commands.names import did_you_mean
+    from console.commands.names import unknown
     from console.config import load_fleet
     from console.fleet.journal import mask
     from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, run_async, session
@@ -156,10 +156,7 @@ def run(args: argparse.Namespace) -> int:
             EXIT_USAGE,
         )
     if name and name not in fleet.routers:
-        hint = did_you_mean(name, list(fleet.routers))
-        return fail(
-            f"no router '{name}'{hint or ''} (routers: {', '.join(fleet.routers) or 'none in hosts.toml'})", EXIT_USAGE
-        )
+        return fail(unknown("router", name, list(fleet.routers)), EXIT_USAGE)
     names = [name] if name else list(fleet.routers)
     if not names:
         print("no [routers.NAME] in hosts.toml")
