@@ -32,19 +32,23 @@ COMMANDS = (
 )
 
 
+TUI_COMMANDS = ("serve",)
+"""Subcommands that open the console's UI (in a browser): only they, and the TUI itself, take `--theme`."""
+
 EXIT_BROKEN_PIPE = 141
 """128 + SIGPIPE, what a shell reports for a program whose reader went away (`cmd | head`)."""
 
 
-def _global_options(ap: argparse.ArgumentParser, suppress: bool) -> None:
-    """`--hosts`, `--read-only`, `--theme`: on the main parser, and again on each subcommand so they may
-    follow it; there the default is SUPPRESS so an option given before the command is kept."""
+def _global_options(ap: argparse.ArgumentParser, suppress: bool, theme: bool = True) -> None:
+    """`--hosts`, `--read-only` (and `--theme` where a UI opens): on the main parser, and again on each subcommand
+    so they may follow it; there the default is SUPPRESS so an option given before the command is kept."""
     d: dict = {"default": argparse.SUPPRESS} if suppress else {}
     ap.add_argument(
         "--hosts", metavar="PATH", **d, help="hosts.toml to use (default: ./hosts.toml, then the user config dir)"
     )
     ap.add_argument("--read-only", action="store_true", **d, help="hide and refuse every mutating action")
-    ap.add_argument("--theme", metavar="NAME", **d, help="UI theme (themes/ or the user themes folder)")
+    if theme:
+        ap.add_argument("--theme", metavar="NAME", **d, help="UI theme (themes/ or the user themes folder)")
 
 
 def build_parser(with_commands: bool = True) -> argparse.ArgumentParser:
@@ -69,7 +73,7 @@ def build_parser(with_commands: bool = True) -> argparse.ArgumentParser:
         mod.register(sub)
     for name, p in sub.choices.items():
         if name != "sim":  # `sim up --hosts LIST` is the sim's own option
-            _global_options(p, suppress=True)
+            _global_options(p, suppress=True, theme=name in TUI_COMMANDS)
     return ap
 
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("launch", help="pre-check and launch a preset (detached; survives the console)")
-    p.add_argument("preset")
+    p.add_argument("preset", metavar="PRESET", help="a [presets.NAME] of hosts.toml (see `check`)")
     p.add_argument("--gpus", metavar="LIST", help="GPU indices overriding the preset's, e.g. 0,1")
     p.add_argument("--wait", action="store_true", help="wait until /health answers 200 (preset ready_timeout)")
     p.add_argument("--dry-run", action="store_true", help="show the commands and pre-checks; launch nothing")

@@ -1,4 +1,4 @@
-"""`dflash-console router up|down|restart|status|sync NAME`: SGLang's router in front of a preset's replicas.
+"""`dflash-console router up|down|restart|status|sync|bench|logs NAME`: SGLang's router in front of a preset's replicas.
 
 `up` starts `python -m sglang_router.launch_router` on the router's host over the replicas that serve
 now; `sync` adds/removes workers at the router so it lists exactly the serving replicas (the TUI does
@@ -19,15 +19,20 @@ if TYPE_CHECKING:
     from console.router.manager import RouterManager
 
 VERBS = ("up", "down", "restart", "status", "sync", "bench", "logs")
+ALIASES = {"start": "up", "stop": "down", "show": "status"}
+"""Other words for a verb, accepted as it (the words of the help before the verbs were named)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("router", help="start, stop, sync or show an SGLang router over a preset's replicas")
+    p = sub.add_parser(
+        "router", help="an SGLang router over a preset's replicas: up, down, restart, status, sync, bench or logs"
+    )
     p.add_argument(
         "verb",
-        choices=VERBS,
-        help="up: start over the serving replicas · down · restart · status: phase, "
-        "workers, req/s · sync: workers = serving replicas · bench: one replica vs the router · logs",
+        choices=(*VERBS, *ALIASES),
+        metavar="VERB",
+        help="up (start): start it over the serving replicas · down (stop) · restart · status (show): phase, "
+        "workers, req/s · sync: workers = serving replicas · bench: one replica vs the router · logs: its log",
     )
     p.add_argument("name", metavar="NAME", nargs="?", help="a [routers.NAME] of hosts.toml (status: all when omitted)")
     p.add_argument("--wait", type=float, default=60.0, metavar="S", help="up: seconds to wait for /health (60)")
@@ -148,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
     from console.fleet.journal import mask
     from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, run_async, session
 
+    args.verb = ALIASES.get(args.verb, args.verb)
     fleet = load_fleet(args.hosts)
     name = (args.name or "").removeprefix("router:")
     if not name and args.verb != "status":

@@ -113,10 +113,11 @@ def test_global_options_before_or_after_the_command(tmp_path: Path):
 
     hosts = tmp_path / "fleet.toml"
     hosts.write_text(LOCAL_FLEET)
-    after = build_parser().parse_args(["status", "--hosts", "a.toml", "--read-only", "--theme", "t"])
-    assert (after.hosts, after.read_only, after.theme) == ("a.toml", True, "t")
+    after = build_parser().parse_args(["status", "--hosts", "a.toml", "--read-only"])
+    assert (after.hosts, after.read_only) == ("a.toml", True)
     before = build_parser().parse_args(["--hosts", "b.toml", "--read-only", "--theme", "u", "status"])
     assert (before.hosts, before.read_only, before.theme) == ("b.toml", True, "u")
+    assert build_parser().parse_args(["serve", "--theme", "t"]).theme == "t"
     assert build_parser().parse_args(["sim", "up", "--dir", "d", "--hosts", "ct129"]).sim_hosts == "ct129"
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

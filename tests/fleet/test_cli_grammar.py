@@ -1,0 +1,54 @@
+"""The CLI's one grammar: every argument explained, TUI options only where a TUI opens, verbs as help names them."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from pathlib import Path
+
+from console.cli import build_parser
+
+
+def _parsers(p: argparse.ArgumentParser, path: str = "dflash-console") -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    yield path, p
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for name, sub in a.choices.items():
+                yield from _parsers(sub, f"{path} {name}")
+
+
+def test_every_argument_of_every_subcommand_has_a_help_text():
+    empty = []
+    for path, p in _parsers(build_parser()):
+        for a in p._actions:
+            if isinstance(a, argparse._HelpAction | argparse._VersionAction):
+                continue
+            if isinstance(a, argparse._SubParsersAction):
+                empty += [f"{path} {c.dest}" for c in a._choices_actions if not (c.help or "").strip()]
+                continue
+            if not (a.help or "").strip() or a.help == argparse.SUPPRESS:
+                empty.append(f"{path} {'/'.join(a.option_strings) or a.dest}")
+    assert not empty, "arguments without a help text: " + ", ".join(empty)
+
+
+def test_only_the_ui_commands_take_theme():
+    with_theme = sorted(
+        path for path, p in _parsers(build_parser()) if any("--theme" in a.option_strings for a in p._actions)
+    )
+    assert with_theme == ["dflash-console", "dflash-console serve"], with_theme
+
+
+def test_router_help_names_its_verbs_and_the_old_words_still_work(tmp_path: Path, capsys):
+    from console.cli import main
+    from console.commands.router import ALIASES, VERBS
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    said = next(c.help for c in sub._choices_actions if c.dest == "router") or ""
+    assert all(v in said for v in VERBS), said
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text('[hosts.box]\ntransport = "local"\n')
+    assert set(ALIASES) == {"start", "stop", "show"}
+    assert main(["--hosts", str(hosts), "router", "show"]) == 0
+    assert capsys.readouterr().out.strip() == "no [routers.NAME] in hosts.toml"
+    assert main(["--hosts", str(hosts), "router", "stop", "gen"]) == 2
+    assert "error: unknown router 'gen' (known: none)" in capsys.readouterr().err
