@@ -50,13 +50,13 @@ PROGRESS_MIN_S = 2.0
 def progress_line(
     name: str, phase: Phase, shards: tuple[int, int] | None, graphs: tuple[int, int] | None, elapsed_s: float
 ) -> str:
-    """`small@h:gpu2  loading_weights  7/15 shards  (12 s)`: one phase-progress line of `launch --wait`."""
+    """`small@h:gpu2  loading weights  7/15 shards  (12 s)`: one phase-progress line of `launch --wait`."""
     detail = ""
     if phase is Phase.LOADING_WEIGHTS and shards:
         detail = f"  {shards[0]}/{shards[1]} shards"
     elif phase is Phase.CUDA_GRAPH and graphs:
-        detail = f"  {graphs[0]}/{graphs[1]} CUDA graphs"
-    return f"{name}  {phase}{detail}  ({elapsed_s:.0f} s)"
+        detail = f"  bs {graphs[0]}/{graphs[1]}"
+    return f"{name}  {phase.label}{detail}  ({elapsed_s:.0f} s)"
 
 
 async def _progress(ctl: FleetController, names: list[str]) -> None:

@@ -85,7 +85,7 @@ def print_view(mgr: RouterManager, name: str) -> None:
         gone = ended.get(w.url)
         wr = v.worker_rps.get(w.url)
         if gone:  # the router lists (and may call healthy) a replica that has ended: say what is true
-            state = mgr.ctl.state.servers[gone].phase.value
+            state = mgr.ctl.state.servers[gone].phase.label
             print(
                 mask(
                     f"  {clean(w.url, 80)}  {clean(gone, 60)}  {state.upper()} (still listed by the router; "
@@ -106,7 +106,7 @@ def print_view(mgr: RouterManager, name: str) -> None:
             from console.router.command import worker_url
 
             if worker_url(s.meta.bind, s.meta.port) not in listed and (s.alive or s.phase == "crashed"):
-                print(mask(f"  not at the router: {clean(s.name, 60)} ({s.phase})"))
+                print(mask(f"  not at the router: {clean(s.name, 60)} ({s.phase.label})"))
 
 
 async def bench(ctl: FleetController, mgr: RouterManager, name: str, args: argparse.Namespace) -> int:

@@ -42,6 +42,9 @@ def _fmt(v: object, unit: str = "") -> str:
 
 
 def render(doc: dict) -> str:
+    """The text picture of a status document: the TUI's words and units (JSON keeps the machine names)."""
+    from console.sglang.phase import phase_words
+
     out = []
     for h in doc["hosts"]:
         age = f"data {h['age_s']:.1f} s old" if h["age_s"] is not None else "no data yet"
@@ -64,7 +67,7 @@ def render(doc: dict) -> str:
             tp = f"{s['gen_throughput']:.1f}" if s["gen_throughput"] is not None else "-"
             name = s["name"] + ("" if s["managed"] else " (external)")
             out.append(
-                f"{name:44} {s['phase']:16} {tp:>8} {_fmt(s['port']):>6} {_fmt(s['memory_mib']):>8}  "
+                f"{name:44} {phase_words(s['phase']):16} {tp:>8} {_fmt(s['port']):>6} {_fmt(s['memory_mib']):>8}  "
                 f"{s['summary'] or ''}"
             )
     if doc.get("routers"):
