@@ -52,3 +52,23 @@ def test_router_help_names_its_verbs_and_the_old_words_still_work(tmp_path: Path
     assert capsys.readouterr().out.strip() == "no [routers.NAME] in hosts.toml"
     assert main(["--hosts", str(hosts), "router", "stop", "gen"]) == 2
     assert "error: unknown router 'gen' (known: none)" in capsys.readouterr().err
+
+
+def test_gpu_names_are_cut_at_a_word():
+    from console.commands.status import cut_at_word
+
+    assert cut_at_word("RTX PRO 6000 Blackwell SE", 32) == "RTX PRO 6000 Blackwell SE"
+    assert cut_at_word("NVIDIA RTX PRO 6000 Blackwell Server Edition", 32) == "NVIDIA RTX PRO 6000 Blackwell…"
+    assert cut_at_word("H100-SXM5-80GB-HBM3-ENGINEERING-SAMPLE-X", 10) == "H100-SXM5…"
+
+
+def test_launch_progress_says_the_tuis_phase_words():
+    from console.commands.launch import progress_line
+    from console.sglang.phase import Phase
+
+    assert (
+        progress_line("s@h:gpu2", Phase.LOADING_WEIGHTS, (7, 15), None, 12)
+        == "s@h:gpu2  loading weights  7/15 shards  (12 s)"
+    )
+    assert progress_line("s@h:gpu2", Phase.CUDA_GRAPH, None, (24, 36), 40) == "s@h:gpu2  CUDA graphs  bs 24/36  (40 s)"
+    assert progress_line("s@h:gpu2", Phase.WARMING, None, None, 50) == "s@h:gpu2  warming up  (50 s)"
