@@ -25,7 +25,7 @@ class Resolved:
     stopped: bool = False
 
 
-KNOWN_SHOWN = 8
+KNOWN_SHOWN = 16
 """At most this many names follow `known:`; the rest are counted (a fleet may have hundreds of replicas)."""
 
 

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from console.config import Fleet
 
 
+CRASH_KINDS = ("cuda-assert", "nccl", "oom", "sigkill", "rank-sigkill")
+"""console.sim.control's kinds (the sim is imported when a sim command runs, not for `--help`)."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sim", help="the simulated GPU fleet (demo and tests)")
     s = p.add_subparsers(dest="sim_command", metavar="ACTION", required=True)
@@ -34,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cr.add_argument("--dir", required=True, help="the fleet's folder, as given to `sim up`")
     cr.add_argument("--host", required=True, help="the sim host the server runs on, e.g. blackwell")
     cr.add_argument("--port", type=int, required=True, help="the server's HTTP port (see `status`)")
-    cr.add_argument("--kind", default="sigkill", help="cuda-assert, nccl, oom, sigkill, rank-sigkill")
+    cr.add_argument("--kind", default="sigkill", choices=CRASH_KINDS, help=f"how it dies: {', '.join(CRASH_KINDS)}")
     cr.set_defaults(func=_crash)
 
 
@@ -61,17 +65,17 @@ def chosen_ports(root: Path, hosts: list[str]) -> dict[str, int]:
     from console.sim.fleet import PRESET_SPECS, hosts_toml
     from console.ui.demo import with_free_ports
 
+    unknown = [h for h in hosts if h not in PRESET_SPECS]
+    if unknown:
+        from console.commands.names import unknown as unknown_name
+
+        raise ValueError(unknown_name("sim host", unknown[0], list(PRESET_SPECS)))
     written = root / "hosts.toml"
     if written.exists():
         try:
             return _base_ports(load_fleet(written))
         except ConfigError:
             pass  # not a fleet this command wrote: pick afresh
-    unknown = [h for h in hosts if h not in PRESET_SPECS]
-    if unknown:
-        from console.commands.names import unknown as unknown_name
-
-        raise ValueError(unknown_name("sim host", unknown[0], list(PRESET_SPECS)))
     text = hosts_toml({h: root.resolve() / h for h in hosts}, {h: PRESET_SPECS[h] for h in hosts})
     return _base_ports(with_free_ports(parse_fleet(text, str(written))))
 
@@ -105,9 +109,12 @@ def _crash(args: argparse.Namespace) -> int:
 
     from console.sim.control import inject
 
+    from console.commands.names import unknown
+    from console.sim.fleet import host_dirs
+
     host_dir = Path(args.dir) / args.host
     if not (host_dir / "spec.json").exists():
-        print(f"error: no sim host '{args.host}' in {args.dir}", file=sys.stderr)
+        print(f"error: {unknown('sim host', args.host, [d.name for d in host_dirs(args.dir)])}", file=sys.stderr)
         return 2
     try:
         inject(host_dir, args.port, "crash", kind=args.kind)

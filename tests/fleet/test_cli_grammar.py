@@ -72,3 +72,27 @@ def test_launch_progress_says_the_tuis_phase_words():
     )
     assert progress_line("s@h:gpu2", Phase.CUDA_GRAPH, None, (24, 36), 40) == "s@h:gpu2  CUDA graphs  bs 24/36  (40 s)"
     assert progress_line("s@h:gpu2", Phase.WARMING, None, None, 50) == "s@h:gpu2  warming up  (50 s)"
+
+
+def test_a_mistyped_command_verb_or_kind_gets_the_one_typo_message(capsys):
+    import pytest
+
+    from console.cli import COMMANDS, main
+    from console.commands.sim import CRASH_KINDS
+    from console.sim.control import CRASH_KINDS as SIM_KINDS
+
+    assert CRASH_KINDS == SIM_KINDS
+    cases = {
+        ("stauts",): f"error: unknown command 'stauts'; did you mean 'status'? (known: {', '.join(COMMANDS)})",
+        ("router", "upp", "gen"): "error: argument VERB: unknown verb 'upp'; did you mean 'up'? (known: up, down,",
+        ("sim", "crash", "--dir", "d", "--host", "h", "--port", "1", "--kind", "segv"): (
+            "error: argument --kind: unknown kind 'segv' (known: cuda-assert, nccl, oom, sigkill, rank-sigkill)"
+        ),
+        ("bench", "x", "--engine", "sglng"): "unknown engine 'sglng'; did you mean 'sglang'? (known: console, sglang)",
+    }
+    for argv, said in cases.items():
+        with pytest.raises(SystemExit) as e:
+            main(list(argv))
+        assert e.value.code == 2, argv
+        err = capsys.readouterr().err
+        assert said in err, (argv, err)

@@ -62,7 +62,7 @@ def test_every_typo_has_one_format():
     )
     assert unknown("router", "zz", []) == "unknown router 'zz' (known: none)"
     many = unknown("host", "x", [f"h{i}" for i in range(20)])
-    assert many.endswith("(known: h0, h1, h2, h3, h4, h5, h6, h7, … 12 more)"), many
+    assert many.endswith(f"(known: {', '.join(f'h{i}' for i in range(16))}, … 4 more)"), many
     assert unknown_host_of("qwen36-gn", FLEET).startswith(
         "unknown server or preset 'qwen36-gn'; did you mean 'qwen36-gen'? (known: qwen36-gen, solo, "
     ), unknown_host_of("qwen36-gn", FLEET)
