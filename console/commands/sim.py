@@ -105,11 +105,8 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _crash(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from console.sim.control import inject
-
     from console.commands.names import unknown
+    from console.sim.control import inject
     from console.sim.fleet import host_dirs
 
     host_dir = Path(args.dir) / args.host
