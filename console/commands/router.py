@@ -42,10 +42,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="LIST",
         help="bench: levels, run against one replica and then through the router (1,8,32)",
     )
-    p.add_argument("--input-len", type=int, default=256, help="bench: prompt words per request (256)")
-    p.add_argument("--output-len", type=int, default=128, help="bench: tokens per answer (128)")
-    p.add_argument("--num-prompts", type=int, default=None, help="bench: requests per level (default 5 x C)")
-    p.add_argument("-n", "--lines", type=int, default=40, help="logs: the last N lines of the router's log (40)")
+    p.add_argument("--input-len", type=int, default=256, metavar="N", help="bench: prompt words per request (256)")
+    p.add_argument("--output-len", type=int, default=128, metavar="N", help="bench: tokens per answer (128)")
+    p.add_argument(
+        "--num-prompts", type=int, default=None, metavar="N", help="bench: requests per level (default 5 x C)"
+    )
+    p.add_argument(
+        "-n", "--lines", type=int, default=40, metavar="N", help="logs: the last N lines of the router's log (40)"
+    )
     p.set_defaults(func=run)
 
 
