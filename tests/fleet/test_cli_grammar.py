@@ -96,3 +96,24 @@ def test_a_mistyped_command_verb_or_kind_gets_the_one_typo_message(capsys):
         assert e.value.code == 2, argv
         err = capsys.readouterr().err
         assert said in err, (argv, err)
+
+
+def test_launch_check_stop_and_trust_typos_read_alike(tmp_path: Path, capsys):
+    """launch listed `(known: …)`, stop said `did you mean`, check `unknown preset(s): x`: now one message."""
+    from console.cli import main
+
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(
+        '[hosts.box]\ntransport = "local"\n'
+        '[presets.qwen-gen]\nhost = "box"\ngpus = [0]\nmodel = "/m"\nport = 31999\n'
+        '[presets.small]\nhost = "box"\ngpus = [1]\nmodel = "/m"\nport = 31998\n'
+    )
+    for argv, said in (
+        (["launch", "qwen-gn"], "error: unknown preset 'qwen-gn'; did you mean 'qwen-gen'? (known: qwen-gen, small)"),
+        (["check", "qwen-gn"], "error: unknown preset 'qwen-gn'; did you mean 'qwen-gen'? (known: qwen-gen, small)"),
+        (["stop", "qwen-gn"], "error: unknown server or preset 'qwen-gn'; did you mean 'qwen-gen'? (known: qwen-gen, "),
+        (["trust", "bx"], "error: unknown host 'bx'; did you mean 'box'? (known: box)"),
+    ):
+        assert main(["--hosts", str(hosts), *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert said in err, (argv, err)
