@@ -32,23 +32,39 @@ COMMANDS = (
 )
 
 
+TUI_COMMANDS = ("serve",)
+"""Subcommands that open the console's UI (in a browser): only they, and the TUI itself, take `--theme`."""
+
 EXIT_BROKEN_PIPE = 141
 """128 + SIGPIPE, what a shell reports for a program whose reader went away (`cmd | head`)."""
 
 
-def _global_options(ap: argparse.ArgumentParser, suppress: bool) -> None:
-    """`--hosts`, `--read-only`, `--theme`: on the main parser, and again on each subcommand so they may
-    follow it; there the default is SUPPRESS so an option given before the command is kept."""
+class Parser(argparse.ArgumentParser):
+    """argparse with the console's one typo message for a word outside a fixed set (a command, a verb, a
+    `--kind`): `unknown verb 'upp'; did you mean 'up'? (known: up, down, …)`, exit 2 as argparse exits."""
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        if action.choices is not None and value not in action.choices:
+            from console.commands.names import unknown
+
+            kind = (action.metavar if isinstance(action.metavar, str) else action.dest).lower()
+            raise argparse.ArgumentError(action, unknown(kind, str(value), [str(c) for c in action.choices]))
+
+
+def _global_options(ap: argparse.ArgumentParser, suppress: bool, theme: bool = True) -> None:
+    """`--hosts`, `--read-only` (and `--theme` where a UI opens): on the main parser, and again on each subcommand
+    so they may follow it; there the default is SUPPRESS so an option given before the command is kept."""
     d: dict = {"default": argparse.SUPPRESS} if suppress else {}
     ap.add_argument(
         "--hosts", metavar="PATH", **d, help="hosts.toml to use (default: ./hosts.toml, then the user config dir)"
     )
     ap.add_argument("--read-only", action="store_true", **d, help="hide and refuse every mutating action")
-    ap.add_argument("--theme", metavar="NAME", **d, help="UI theme (themes/ or the user themes folder)")
+    if theme:
+        ap.add_argument("--theme", metavar="NAME", **d, help="UI theme (themes/ or the user themes folder)")
 
 
 def build_parser(with_commands: bool = True) -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="dflash-console",
         description="A terminal console for SGLang GPU fleets. Without a command it opens the TUI.",
     )
@@ -69,7 +85,7 @@ def build_parser(with_commands: bool = True) -> argparse.ArgumentParser:
         mod.register(sub)
     for name, p in sub.choices.items():
         if name != "sim":  # `sim up --hosts LIST` is the sim's own option
-            _global_options(p, suppress=True)
+            _global_options(p, suppress=True, theme=name in TUI_COMMANDS)
     return ap
 
 
@@ -77,7 +93,15 @@ def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     tui_only = not any(w in COMMANDS or w in ("-h", "--help") for w in words)
     ap = build_parser(with_commands=not tui_only)
-    args = ap.parse_args(argv)
+    if not tui_only:
+        args = ap.parse_args(words)
+    else:
+        args, rest = ap.parse_known_args(words)
+        if rest:  # a word that is no command (a typo of one), or an option the TUI does not take
+            from console.commands.names import unknown
+
+            word = next((w for w in rest if not w.startswith("-")), None)
+            ap.error(unknown("command", word, list(COMMANDS)) if word else f"unrecognized arguments: {' '.join(rest)}")
     try:
         if args.command is None:
             from console.commands.tui import run_tui

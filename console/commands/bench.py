@@ -1,8 +1,8 @@
 """`dflash-console bench NAME`: a concurrency sweep against one server, saved and compared with the last run.
 
-NAME is a server/replica name (`PRESET@HOST:gpuN`), a preset (its first replica) or a URL. The
-built-in load generator (`console.sglang.bench`) runs here; `--engine sglang` runs SGLang's own
-`bench_serving` on the host through the fleet's transport. The BenchScreen shares the target
+NAME is a server/replica name (`PRESET@HOST:gpuN`), a preset with one server (the rule of
+console/commands/names.py) or a URL. The built-in load generator (`console.sglang.bench`) runs here;
+`--engine sglang` runs SGLang's own `bench_serving` on the host through the fleet's transport. The BenchScreen shares the target
 (`console.fleet.bench_target`) and the load generator (`console.sglang.bench`), never this module.
 """
 
@@ -37,7 +37,9 @@ DEFAULT_LEVELS = "1,32,64,128"
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="concurrency sweep against one server (tok/s, TTFT, ITL, E2E), saved and compared")
-    p.add_argument("name", metavar="NAME", help="server/replica name, preset (its first replica), or http(s) URL")
+    p.add_argument(
+        "name", metavar="NAME", help="server name (PRESET@HOST:gpuN), a preset with one server, or an http(s) URL"
+    )
     p.add_argument("--concurrency", default=DEFAULT_LEVELS, metavar="LIST", help=f"levels (default {DEFAULT_LEVELS})")
     p.add_argument("--input-len", type=int, default=1024, metavar="N", help="prompt length in tokens (default 1024)")
     p.add_argument("--output-len", type=int, default=256, metavar="N", help="tokens per answer (default 256)")
@@ -160,25 +162,14 @@ async def _main(args: argparse.Namespace, spec: BenchSpec) -> int:
 
 
 # -- resolving NAME through the fleet ---------------------------------------------------------
-def resolve_name(fleet: Any, name: str, live: list[str] | None = None) -> tuple[str, str | None]:
-    """(server name, preset) for a replica name, a preset (first replica) or a live server; LookupError else."""
-    from console.sglang.command import all_replicas, expand_replicas
+def resolve_server(api: Any, name: str) -> str:
+    """The server NAME names, by the rule every command shares (console/commands/names.py); LookupError else."""
+    from console.commands.names import resolve
 
-    replicas = {r.name: r for r in all_replicas(fleet)}
-    if name in replicas:
-        return name, replicas[name].preset
-    if name in fleet.presets:
-        first = expand_replicas(name, fleet.presets[name])[0]
-        return first.name, name
-    for s in live or []:
-        if s == name:
-            return s, None
-    known = sorted(set(replicas) | set(fleet.presets) | set(live or []))
-    import difflib
-
-    near = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
-    hint = f"; did you mean '{near[0]}'?" if near else (f"; known: {', '.join(known[:8])}" if known else "")
-    raise LookupError(f"no server, replica or preset named '{name}'{hint}")
+    r = resolve(api.state, api.fleet, name)
+    if r.name is None:
+        raise LookupError(r.error or f"no server '{name}'")
+    return r.name
 
 
 async def wait_for_server(api: Any, name: str, timeout_s: float = 20.0) -> Any:
@@ -200,13 +191,15 @@ async def connect_target(api: Any, name: str, wait_s: float = 20.0) -> BenchTarg
         from console.router.manager import router_target
 
         return await router_target(api, name, wait_s)
+    from console.commands.stop import unknown_host_of
+    from console.fleet.report import host_of
+
+    host = host_of(name, api.fleet)
+    if host is None:
+        raise LookupError(unknown_host_of(name, api.fleet))
     await api.start()
-    fleet = api.fleet
-    try:
-        server, preset = resolve_name(fleet, name)
-    except LookupError:
-        await asyncio.sleep(min(wait_s, 3.0))
-        server, preset = resolve_name(fleet, name, list(api.state.servers))
+    await api.wait_discovered(host, wait_s)  # the host's servers re-attached: a preset's replicas are known
+    server = resolve_server(api, name)
     srv = await wait_for_server(api, server, wait_s)
     hs = api.state.hosts.get(srv.meta.host)
     for _ in range(50):
@@ -215,7 +208,7 @@ async def connect_target(api: Any, name: str, wait_s: float = 20.0) -> BenchTarg
         await asyncio.sleep(0.1)
     from console.fleet.bench_target import target_from_state
 
-    return await target_from_state(api, server, preset or srv.meta.preset, srv)
+    return await target_from_state(api, server, srv.meta.preset, srv)
 
 
 # -- --engine sglang ----------------------------------------------------------------------------

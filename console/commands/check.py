@@ -31,7 +31,10 @@ def run(args: argparse.Namespace) -> int:
     names = args.presets or list(fleet.presets)
     unknown = [n for n in names if n not in fleet.presets]
     if unknown:
-        print(f"error: unknown preset(s): {', '.join(unknown)}", file=sys.stderr)
+        from console.commands.names import unknown as unknown_name
+
+        for n in unknown:
+            print(f"error: {unknown_name('preset', n, list(fleet.presets))}", file=sys.stderr)
         return 2
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     findings: list[Finding] = []

@@ -22,12 +22,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exit-status", type=int, metavar="N", help="the process's exit status, when known (e.g. 137)")
     p.add_argument("--signal", metavar="SIG", help="the signal that ended the process, when known (e.g. KILL or 9)")
     p.add_argument("--stopped", action="store_true", help="the process was stopped on purpose (not a crash)")
+    p.add_argument(
+        "--gpus",
+        metavar="LIST",
+        help="the process's CUDA_VISIBLE_DEVICES, e.g. 2,3: GPUs are then named by nvidia-smi's index, as `status` does",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.commands.launch import parse_gpus
     from console.sglang.diagnose import ProcessFacts, diagnose_text
 
+    try:
+        gpus = tuple(parse_gpus(args.gpus) or ())
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     results: list[dict[str, Any]] = []
     unreadable = crashed = foreign = False
     process = None
@@ -42,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: cannot read {name}: {why}", file=sys.stderr)
             results.append({"file": name, "error": f"cannot read: {why}"})
             continue
-        summary, diag = diagnose_text(data, process)
+        summary, diag = diagnose_text(data, process, gpus)
         crashed = crashed or summary.crashed
         foreign = foreign or not summary.sglang_lines
         rec = to_record(name, summary, diag)
@@ -108,19 +119,22 @@ def _ok_summary(s: LogSummary) -> str:
 
 
 def render(rec: dict[str, Any], s: LogSummary) -> str:
+    """The text report: phases in the TUI's words (`loading weights`, `CUDA graphs`); JSON keeps machine names."""
+    from console.sglang.phase import phase_words
+
     if not rec["sglang_log"]:
         return (
             f"{rec['file']}: no SGLang log line found ({rec['lines']} lines read): not an SGLang server log, "
             "or it is empty"
         )
-    out = [f"{rec['file']}: {rec['phase']}{' (draft model)' if rec['draft'] else ''}"]
+    out = [f"{rec['file']}: {phase_words(rec['phase'])}{' (draft model)' if rec['draft'] else ''}"]
     prog = []
     if rec["shards"]:
         prog.append(f"shards {rec['shards']['done']}/{rec['shards']['total']}")
     if s.draft_shards:
         prog.append(f"draft shards {s.draft_shards.done}/{s.draft_shards.total}")
     if rec["cuda_graphs"]:
-        prog.append(f"cuda graphs {rec['cuda_graphs']['done']}/{rec['cuda_graphs']['total']}")
+        prog.append(f"CUDA graphs {rec['cuda_graphs']['done']}/{rec['cuda_graphs']['total']}")
     if prog:
         out.append("  progress: " + ", ".join(prog))
     tp = f"{'>=' if s.facts.tp_size_at_least else ''}{rec['tp_size']}" if rec["tp_size"] else None
@@ -156,7 +170,7 @@ def render(rec: dict[str, Any], s: LogSummary) -> str:
             rec["timeline"],
             key=lambda k: (order.index(k.removeprefix("draft_")) if k.removeprefix("draft_") in order else 99, k),
         )
-        parts = [f"{k} {rec['timeline'][k]:.1f}s" for k in keys]
+        parts = [f"{phase_words(k)} {rec['timeline'][k]:.1f}s" for k in keys]
         total = f" (cold start {rec['cold_start_s']:.1f}s)" if rec["cold_start_s"] is not None else ""
         out.append("  timeline: " + ", ".join(parts) + total)
     return "\n".join(out)

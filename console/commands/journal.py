@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from console.commands.names import did_you_mean
+from console.commands.names import unknown
 from console.fleet.journalview import KINDS, grouped_lines, host_of_record, select
 
 
@@ -47,10 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.host:
         known = _known_hosts(args, recs)
         if args.host not in known:
-            return fail(
-                f"unknown host '{args.host}'{did_you_mean(args.host, known)} (known: {', '.join(known) or 'none'})",
-                EXIT_USAGE,
-            )
+            return fail(unknown("host", args.host, known), EXIT_USAGE)
     recs = select(recs, args.kind, args.host)
     if args.lines > 0:
         recs = recs[-args.lines :]

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("launch", help="pre-check and launch a preset (detached; survives the console)")
-    p.add_argument("preset")
+    p.add_argument("preset", metavar="PRESET", help="a [presets.NAME] of hosts.toml (see `check`)")
     p.add_argument("--gpus", metavar="LIST", help="GPU indices overriding the preset's, e.g. 0,1")
     p.add_argument("--wait", action="store_true", help="wait until /health answers 200 (preset ready_timeout)")
     p.add_argument("--dry-run", action="store_true", help="show the commands and pre-checks; launch nothing")
@@ -50,13 +50,13 @@ PROGRESS_MIN_S = 2.0
 def progress_line(
     name: str, phase: Phase, shards: tuple[int, int] | None, graphs: tuple[int, int] | None, elapsed_s: float
 ) -> str:
-    """`small@h:gpu2  loading_weights  7/15 shards  (12 s)`: one phase-progress line of `launch --wait`."""
+    """`small@h:gpu2  loading weights  7/15 shards  (12 s)`: one phase-progress line of `launch --wait`."""
     detail = ""
     if phase is Phase.LOADING_WEIGHTS and shards:
         detail = f"  {shards[0]}/{shards[1]} shards"
     elif phase is Phase.CUDA_GRAPH and graphs:
-        detail = f"  {graphs[0]}/{graphs[1]} CUDA graphs"
-    return f"{name}  {phase}{detail}  ({elapsed_s:.0f} s)"
+        detail = f"  bs {graphs[0]}/{graphs[1]}"
+    return f"{name}  {phase.label}{detail}  ({elapsed_s:.0f} s)"
 
 
 async def _progress(ctl: FleetController, names: list[str]) -> None:
@@ -103,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
 
     fleet = load_fleet(args.hosts)
     if args.preset not in fleet.presets:
-        return fail(f"unknown preset '{args.preset}' (known: {', '.join(fleet.presets) or 'none'})", EXIT_USAGE)
+        from console.commands.names import unknown
+
+        return fail(unknown("preset", args.preset, list(fleet.presets)), EXIT_USAGE)
     try:
         gpus = parse_gpus(args.gpus)
         if gpus is not None:

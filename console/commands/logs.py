@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("logs", help="print a server's log (last N lines), optionally following it")
-    p.add_argument("name", metavar="NAME")
+    p.add_argument("name", metavar="NAME", help="server name, e.g. PRESET@HOST:gpu0, or a preset with one server")
     p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help="last N lines (default 50; 0 = all)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     p.add_argument("--previous", action="store_true", help="the log of the run before the current one")

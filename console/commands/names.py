@@ -1,4 +1,9 @@
-"""Server names on the command line: exact, a preset's only replica, ambiguous, stopped, or a typo (pure)."""
+"""Names on the command line, one rule for every command: exact, a preset's only server, ambiguous, or a typo (pure).
+
+A name is a server (`PRESET@HOST:gpuN`, `external@HOST:PORT`) or a preset. A preset names its server when it
+has exactly one (running, or planned when none runs); a preset with several running servers is ambiguous and
+the error lists them. A name that is nothing known is `unknown KIND 'x'; did you mean 'y'? (known: a, b)`.
+"""
 
 from __future__ import annotations
 
@@ -20,10 +25,26 @@ class Resolved:
     stopped: bool = False
 
 
+KNOWN_SHOWN = 16
+"""At most this many names follow `known:`; the rest are counted (a fleet may have hundreds of replicas)."""
+
+
 def did_you_mean(word: str, candidates: list[str]) -> str:
     """`; did you mean 'x'?` for the closest candidate, else `` (cutoff 0.6, as difflib suggests)."""
     close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def known_list(candidates: list[str], limit: int = KNOWN_SHOWN) -> str:
+    """`(known: a, b)`, `(known: a, b, … 12 more)`, `(known: none)`."""
+    names = list(dict.fromkeys(candidates))
+    more = f", … {len(names) - limit} more" if len(names) > limit else ""
+    return f"(known: {', '.join(names[:limit]) or 'none'}{more})"
+
+
+def unknown(kind: str, word: str, candidates: list[str]) -> str:
+    """The one typo message: `unknown preset 'x'; did you mean 'y'? (known: a, b)`."""
+    return f"unknown {kind} '{word}'{did_you_mean(word, candidates)} {known_list(candidates)}"
 
 
 def known_names(fleet: Fleet, state: FleetState | None = None) -> list[str]:
@@ -37,8 +58,8 @@ def known_names(fleet: Fleet, state: FleetState | None = None) -> list[str]:
 
 
 def resolve(state: FleetState, fleet: Fleet, name: str) -> Resolved:
-    """An exact server name, or the only server of a preset; a preset with several is ambiguous."""
-    from console.sglang.command import all_replicas
+    """An exact server name, or the only server of a preset (running, else planned); several running: ambiguous."""
+    from console.sglang.command import all_replicas, expand_replicas
 
     s = state.servers.get(name)
     if s is not None:
@@ -54,5 +75,11 @@ def resolve(state: FleetState, fleet: Fleet, name: str) -> Resolved:
     if name in {r.name for r in all_replicas(fleet)}:
         return Resolved(name, stopped=True)
     if name in fleet.presets:
-        return Resolved(error=f"preset {name} has no server running (see `status`)", stopped=True)
-    return Resolved(error=f"no server '{name}'{did_you_mean(name, known_names(fleet, state))} (see `status`)")
+        planned = expand_replicas(name, fleet.presets[name])
+        if len(planned) == 1:
+            return Resolved(planned[0].name, stopped=True)
+        return Resolved(
+            error=f"preset {name} has no server running (its replicas: {', '.join(r.name for r in planned)})",
+            stopped=True,
+        )
+    return Resolved(error=unknown("server or preset", name, known_names(fleet, state)))

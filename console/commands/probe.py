@@ -16,12 +16,19 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
     from console.fleet.controller import FleetController
 
 
+PROMPT = "Say hello in one short sentence."
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("probe", help="health, model info, a short generation with TTFT and tok/s")
-    p.add_argument("target", metavar="NAME|URL")
-    p.add_argument("--prompt", default="Say hello in one short sentence.")
-    p.add_argument("--max-tokens", type=int, default=32)
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "target",
+        metavar="NAME|URL",
+        help="server name (PRESET@HOST:gpuN), a preset with one server, router:NAME, or an http(s) URL",
+    )
+    p.add_argument("--prompt", default=PROMPT, metavar="TEXT", help=f"the prompt to send (default: {PROMPT!r})")
+    p.add_argument("--max-tokens", type=int, default=32, metavar="N", help="tokens to generate at most (default 32)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(func=run)
 
 

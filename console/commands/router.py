@@ -1,4 +1,4 @@
-"""`dflash-console router up|down|restart|status|sync NAME`: SGLang's router in front of a preset's replicas.
+"""`dflash-console router up|down|restart|status|sync|bench|logs NAME`: SGLang's router in front of a preset's replicas.
 
 `up` starts `python -m sglang_router.launch_router` on the router's host over the replicas that serve
 now; `sync` adds/removes workers at the router so it lists exactly the serving replicas (the TUI does
@@ -19,15 +19,20 @@ if TYPE_CHECKING:
     from console.router.manager import RouterManager
 
 VERBS = ("up", "down", "restart", "status", "sync", "bench", "logs")
+ALIASES = {"start": "up", "stop": "down", "show": "status"}
+"""Other words for a verb, accepted as it (the words of the help before the verbs were named)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("router", help="start, stop, sync or show an SGLang router over a preset's replicas")
+    p = sub.add_parser(
+        "router", help="an SGLang router over a preset's replicas: up, down, restart, status, sync, bench or logs"
+    )
     p.add_argument(
         "verb",
-        choices=VERBS,
-        help="up: start over the serving replicas · down · restart · status: phase, "
-        "workers, req/s · sync: workers = serving replicas · bench: one replica vs the router · logs",
+        choices=(*VERBS, *ALIASES),
+        metavar="VERB",
+        help="up (start): start it over the serving replicas · down (stop) · restart · status (show): phase, "
+        "workers, req/s · sync: workers = serving replicas · bench: one replica vs the router · logs: its log",
     )
     p.add_argument("name", metavar="NAME", nargs="?", help="a [routers.NAME] of hosts.toml (status: all when omitted)")
     p.add_argument("--wait", type=float, default=60.0, metavar="S", help="up: seconds to wait for /health (60)")
@@ -37,10 +42,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="LIST",
         help="bench: levels, run against one replica and then through the router (1,8,32)",
     )
-    p.add_argument("--input-len", type=int, default=256, help="bench: prompt words per request (256)")
-    p.add_argument("--output-len", type=int, default=128, help="bench: tokens per answer (128)")
-    p.add_argument("--num-prompts", type=int, default=None, help="bench: requests per level (default 5 x C)")
-    p.add_argument("-n", "--lines", type=int, default=40, help="logs: the last N lines of the router's log (40)")
+    p.add_argument("--input-len", type=int, default=256, metavar="N", help="bench: prompt words per request (256)")
+    p.add_argument("--output-len", type=int, default=128, metavar="N", help="bench: tokens per answer (128)")
+    p.add_argument(
+        "--num-prompts", type=int, default=None, metavar="N", help="bench: requests per level (default 5 x C)"
+    )
+    p.add_argument(
+        "-n", "--lines", type=int, default=40, metavar="N", help="logs: the last N lines of the router's log (40)"
+    )
     p.set_defaults(func=run)
 
 
@@ -80,7 +89,7 @@ def print_view(mgr: RouterManager, name: str) -> None:
         gone = ended.get(w.url)
         wr = v.worker_rps.get(w.url)
         if gone:  # the router lists (and may call healthy) a replica that has ended: say what is true
-            state = mgr.ctl.state.servers[gone].phase.value
+            state = mgr.ctl.state.servers[gone].phase.label
             print(
                 mask(
                     f"  {clean(w.url, 80)}  {clean(gone, 60)}  {state.upper()} (still listed by the router; "
@@ -101,7 +110,7 @@ def print_view(mgr: RouterManager, name: str) -> None:
             from console.router.command import worker_url
 
             if worker_url(s.meta.bind, s.meta.port) not in listed and (s.alive or s.phase == "crashed"):
-                print(mask(f"  not at the router: {clean(s.name, 60)} ({s.phase})"))
+                print(mask(f"  not at the router: {clean(s.name, 60)} ({s.phase.label})"))
 
 
 async def bench(ctl: FleetController, mgr: RouterManager, name: str, args: argparse.Namespace) -> int:
@@ -143,11 +152,12 @@ async def bench(ctl: FleetController, mgr: RouterManager, name: str, args: argpa
 
 
 def run(args: argparse.Namespace) -> int:
-    from console.commands.names import did_you_mean
+    from console.commands.names import unknown
     from console.config import load_fleet
     from console.fleet.journal import mask
     from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, run_async, session
 
+    args.verb = ALIASES.get(args.verb, args.verb)
     fleet = load_fleet(args.hosts)
     name = (args.name or "").removeprefix("router:")
     if not name and args.verb != "status":
@@ -156,10 +166,7 @@ def run(args: argparse.Namespace) -> int:
             EXIT_USAGE,
         )
     if name and name not in fleet.routers:
-        hint = did_you_mean(name, list(fleet.routers))
-        return fail(
-            f"no router '{name}'{hint or ''} (routers: {', '.join(fleet.routers) or 'none in hosts.toml'})", EXIT_USAGE
-        )
+        return fail(unknown("router", name, list(fleet.routers)), EXIT_USAGE)
     names = [name] if name else list(fleet.routers)
     if not names:
         print("no [routers.NAME] in hosts.toml")

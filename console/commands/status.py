@@ -37,11 +37,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+GPU_NAME_WIDTH = 32
+"""Room for a GPU's name on its line; a longer one is cut at a word (`RTX PRO 6000 Blackwell SE`)."""
+
+
 def _fmt(v: object, unit: str = "") -> str:
     return "-" if v is None else f"{v}{unit}"
 
 
+def cut_at_word(text: str, width: int) -> str:
+    """`text` in at most `width` characters, cut at a space with `…` (mid-word only for a single long word)."""
+    if len(text) <= width:
+        return text
+    head = text[: width - 1]
+    at = head.rfind(" ")
+    return (head[:at] if at > 0 else head).rstrip() + "…"
+
+
 def render(doc: dict) -> str:
+    """The text picture of a status document: the TUI's words and units (JSON keeps the machine names)."""
+    from console.sglang.phase import phase_words
+    from console.ui.format import gib, mem_pair, short_gpu_name
+
     out = []
     for h in doc["hosts"]:
         age = f"data {h['age_s']:.1f} s old" if h["age_s"] is not None else "no data yet"
@@ -52,20 +69,21 @@ def render(doc: dict) -> str:
             line += f"  telemetry: {h['telemetry_error']}"
         out.append(line)
         for g in h["gpus"]:
-            mem = f"{_fmt(g['memory_used_mib'])}/{_fmt(g['memory_total_mib'])} MiB"
+            mem = mem_pair(g["memory_used_mib"], g["memory_total_mib"])
+            name = cut_at_word(short_gpu_name(g["name"]), GPU_NAME_WIDTH)
             out.append(
-                f"  GPU {g['index']}  {g['name'][:40]:40}  {mem:>20}  {_fmt(g['utilization_pct'], '%'):>4}  "
+                f"  GPU {g['index']}  {name:{GPU_NAME_WIDTH}}  {mem:>15}  {_fmt(g['utilization_pct'], '%'):>4}  "
                 f"{g['server'] or '-'}"
             )
     if doc["servers"]:
         out.append("")
-        out.append(f"{'SERVER':44} {'PHASE':16} {'TOK/S':>8} {'PORT':>6} {'MEM MiB':>8}  CAUSE")
+        out.append(f"{'SERVER':44} {'PHASE':16} {'TOK/S':>8} {'PORT':>6} {'MEM GiB':>8}  CAUSE")
         for s in doc["servers"]:
             tp = f"{s['gen_throughput']:.1f}" if s["gen_throughput"] is not None else "-"
             name = s["name"] + ("" if s["managed"] else " (external)")
+            mem = "-" if s["memory_mib"] is None else gib(s["memory_mib"])
             out.append(
-                f"{name:44} {s['phase']:16} {tp:>8} {_fmt(s['port']):>6} {_fmt(s['memory_mib']):>8}  "
-                f"{s['summary'] or ''}"
+                f"{name:44} {phase_words(s['phase']):16} {tp:>8} {_fmt(s['port']):>6} {mem:>8}  {s['summary'] or ''}"
             )
             out.extend(_spec_rows(s))
     if doc.get("routers"):

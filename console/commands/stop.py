@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from console.commands.names import did_you_mean, known_names
+from console.commands.names import known_names, unknown
 from console.commands.names import resolve as resolve_name
 
 if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the command runs, not for `--help`
@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("stop", help="stop a server (SIGTERM, then SIGKILL) and confirm its GPUs are free")
-    p.add_argument("name", metavar="NAME", help="server name, e.g. PRESET@HOST:gpu0 (see `status`)")
+    p.add_argument("name", metavar="NAME", help="server name, e.g. PRESET@HOST:gpu0, or a preset with one server")
     p.set_defaults(func=lambda a: run(a, "stop"))
 
 
@@ -56,9 +56,8 @@ def run(args: argparse.Namespace, verb: str) -> int:
 
 
 def unknown_host_of(name: str, fleet: Fleet) -> str:
-    """Why a name names no host: a typo gets the closest preset or replica name."""
-    hint = did_you_mean(name, known_names(fleet))
-    return f"no server or preset '{name}'{hint or '; expected PRESET@HOST:gpuN or a preset (see `status`)'}"
+    """Why a name names no host: the one typo message, with the closest preset or replica name."""
+    return unknown("server or preset", name, known_names(fleet))
 
 
 def resolve(ctl: FleetController, name: str) -> tuple[str | None, str]:

@@ -28,7 +28,9 @@ def run(args: argparse.Namespace) -> int:
 
     fleet = load_fleet(args.hosts)
     if args.host not in fleet.hosts:
-        print(f"error: unknown host '{args.host}' (known: {', '.join(fleet.hosts) or 'none'})", file=sys.stderr)
+        from console.commands.names import unknown
+
+        print(f"error: {unknown('host', args.host, list(fleet.hosts))}", file=sys.stderr)
         return 2
     host = fleet.hosts[args.host]
     if host.transport == "local":

@@ -185,19 +185,24 @@ def _oom_killer(summary: LogSummary, process: ProcessFacts | None, line: str) ->
     )
 
 
-def finish(parser: LogParser, process: ProcessFacts | None = None) -> tuple[LogSummary, Diagnosis | None]:
-    """The process ended (or the file is complete): settle the parser's phase and diagnose (the fleet's call)."""
+def finish(
+    parser: LogParser, process: ProcessFacts | None = None, gpus: tuple[int, ...] = ()
+) -> tuple[LogSummary, Diagnosis | None]:
+    """The process ended (or the file is complete): settle the parser's phase and diagnose (the fleet's call);
+    `gpus`: the process's physical GPUs in CUDA_VISIBLE_DEVICES order, when known."""
     parser.close()
     if process is not None and (
         process.exit_status is not None or process.signal is not None or process.stop_requested
     ):
         parser.mark_exit(process.exit_status, process.signal_number, stop_requested=process.stop_requested)
     s = parser.snapshot()
-    return s, diagnose(s, process)
+    return s, diagnose(s, process, gpus)
 
 
-def diagnose_text(text: str | bytes, process: ProcessFacts | None = None) -> tuple[LogSummary, Diagnosis | None]:
-    """Parse a whole log and diagnose it."""
+def diagnose_text(
+    text: str | bytes, process: ProcessFacts | None = None, gpus: tuple[int, ...] = ()
+) -> tuple[LogSummary, Diagnosis | None]:
+    """Parse a whole log and diagnose it (`gpus` as finish's)."""
     p = LogParser()
     p.feed(text)
-    return finish(p, process)
+    return finish(p, process, gpus)

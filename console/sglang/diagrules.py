@@ -87,14 +87,18 @@ _TORCH_OOM = re.compile(
 
 
 def _oom_fact(text: str, gpus: tuple[int, ...] = ()) -> str:
-    """torch's GPU N counts after CUDA_VISIBLE_DEVICES: named as the physical GPU when the caller knows them."""
+    """torch's GPU N counts after CUDA_VISIBLE_DEVICES: named as the physical GPU (nvidia-smi's index) when the
+    caller knows the process's GPUs, with torch's index beside it where it differs; else said to be torch's."""
     m = _TORCH_OOM.search(text)
     if not m:
         return "CUDA out of memory"
     mib = float(m.group(1)) * _MIB[m.group(2)]
     dev = int(m.group(3))
-    gpu = f"{gpus[dev]} (cuda:{dev} of the process)" if dev < len(gpus) and gpus[dev] != dev else str(dev)
-    return f"CUDA out of memory on GPU {gpu}: asked for {mib:.0f} MiB, {m.group(5)} free of {m.group(4)}"
+    if dev >= len(gpus):
+        gpu = f"cuda:{dev} of the process (which physical GPU is not known)"
+    else:
+        gpu = f"GPU {gpus[dev]}" + ("" if gpus[dev] == dev else f" (cuda:{dev} of the process)")
+    return f"CUDA out of memory on {gpu}: asked for {mib:.0f} MiB, {m.group(5)} free of {m.group(4)}"
 
 
 def _port(m: re.Match[str], c: Ctx) -> tuple[str, str]:

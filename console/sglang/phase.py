@@ -86,3 +86,11 @@ LABELS: dict[Phase, str] = {
     Phase.STOPPED: "stopped",
 }
 """Words for people."""
+
+
+def phase_words(value: str) -> str:
+    """A phase's machine name (`cuda_graph`, as JSON has it) in the words every screen uses (`CUDA graphs`);
+    `draft_` names the draft model's phase; anything else is returned as is."""
+    draft = value.startswith("draft_")
+    words = LABELS.get(value.removeprefix("draft_"), value.removeprefix("draft_"))  # type: ignore[call-overload]
+    return f"draft {words}" if draft else words

@@ -77,7 +77,9 @@ def _arr(xs: list[str]) -> str:
     return "[" + ", ".join(_q(x) for x in xs) + "]"
 
 
-def hosts_toml(dirs: dict[str, Path], specs: dict[str, SimHostSpec]) -> str:
+def hosts_toml(dirs: dict[str, Path], specs: dict[str, SimHostSpec], ports: dict[str, int] | None = None) -> str:
+    """The sim fleet's hosts.toml; `ports` moves a preset's or router's base port (by name) off its default."""
+    at = ports or {}
     out = ["# Sim fleet written by `dflash-console sim up` (transport local; see console/sim/fleet.py).", ""]
     for name, d in dirs.items():
         s = specs[name]
@@ -100,7 +102,7 @@ def hosts_toml(dirs: dict[str, Path], specs: dict[str, SimHostSpec]) -> str:
             "gpus = [0, 1]",
             "tp = 2",
             f"model = {_q(str(d / 'models/Qwen3.6-27B'))}",
-            "port = 30000",
+            f"port = {at.get('qwen36-mtp', 30000)}",
             'env = { SGLANG_ENABLE_SPEC_V2 = "1" }',
             f"args = {_arr(_ARGS_MTP)}",
             "",
@@ -111,14 +113,15 @@ def hosts_toml(dirs: dict[str, Path], specs: dict[str, SimHostSpec]) -> str:
         d, n = dirs[bw], len(specs[bw].gpus)
         base = 31000 if bw == "blackwell" else 32000
         sfx = "" if bw == "blackwell" else "-8"
+        gen = at.get(f"qwen36-gen{sfx}", base)
         out += [
             f"[presets.qwen36-gen{sfx}]",
-            f'description = "Qwen3.6-27B generation fleet: one TP=1 server per GPU on ports {base}..{base + n - 1}"',
+            f'description = "Qwen3.6-27B generation fleet: one TP=1 server per GPU on ports {gen}..{gen + n - 1}"',
             f'host = "{bw}"',
             f"gpus = {list(range(n))}",
             "tp = 1",
             f"model = {_q(str(d / 'models/Qwen3.6-27B'))}",
-            f"port = {base}",
+            f"port = {gen}",
             'bind = "0.0.0.0"',
             f"args = {_arr(_ARGS_GEN)}",
             "",
@@ -127,7 +130,7 @@ def hosts_toml(dirs: dict[str, Path], specs: dict[str, SimHostSpec]) -> str:
             f'host = "{bw}"',
             "gpus = [0]",
             f"model = {_q(str(d / 'models/Qwen3.6-27B'))}",
-            f"port = {base}",
+            f"port = {at.get(f'qwen36-bench{sfx}', base)}",
             'bind = "0.0.0.0"',
             f"args = {_arr(_ARGS_GEN)}",
             "",
@@ -144,7 +147,7 @@ def hosts_toml(dirs: dict[str, Path], specs: dict[str, SimHostSpec]) -> str:
             f'description = "SGLang router over the Qwen3.6-27B replicas on {bw} (qwen36-gen{sfx}, qwen36-bench{sfx})"',
             f'host = "{bw}"',
             f'presets = ["qwen36-gen{sfx}", "qwen36-bench{sfx}"]',
-            f"port = {base + 80}",
+            f"port = {at.get(f'gen{sfx}', base + 80)}",
             'policy = "round_robin"',
             "",
         ]
@@ -156,8 +159,9 @@ def sim_up(
     hosts: list[str] | tuple[str, ...] = ("ct129", "blackwell"),
     time_scale: float | None = None,
     specs: dict[str, SimHostSpec] | None = None,
+    ports: dict[str, int] | None = None,
 ) -> Path:
-    """Build (or refresh) the host dirs under `dir` and write `dir/hosts.toml`; returns that path."""
+    """Build (or refresh) the host dirs under `dir` and write `dir/hosts.toml` (`ports`: as hosts_toml's)."""
     root = Path(dir).resolve()
     root.mkdir(parents=True, exist_ok=True)
     chosen: dict[str, SimHostSpec] = {}
@@ -170,7 +174,7 @@ def sim_up(
         chosen[h] = spec
     dirs = {h: build_host(root / h, s) for h, s in chosen.items()}
     path = root / "hosts.toml"
-    path.write_text(hosts_toml(dirs, chosen))
+    path.write_text(hosts_toml(dirs, chosen, ports))
     return path
 
 

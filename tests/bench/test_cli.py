@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from console.cli import main
-from console.commands.bench import resolve_name
-from console.config import load_fleet, parse_fleet
+from console.config import load_fleet
 from console.fleet.controller import FleetController
 from console.sglang.benchstats import LEVEL_KEYS
 from console.sim.fleet import sim_down, sim_up
@@ -32,16 +31,6 @@ tp = 1
 model = "/m"
 port = 31000
 """
-
-
-def test_resolve_name_replica_preset_live_and_hint() -> None:
-    fleet = parse_fleet(TOML)
-    assert resolve_name(fleet, "one") == ("one@h:gpu0", "one")
-    assert resolve_name(fleet, "four") == ("four@h:gpu0", "four")
-    assert resolve_name(fleet, "four@h:gpu2") == ("four@h:gpu2", "four")
-    assert resolve_name(fleet, "ext@h:1234", ["ext@h:1234"]) == ("ext@h:1234", None)
-    with pytest.raises(LookupError, match="did you mean 'four'"):
-        resolve_name(fleet, "fours")
 
 
 @pytest.fixture
@@ -99,6 +88,17 @@ def test_bench_cli_json_and_compare(sim_fleet: Path, tmp_path: Path, capsys: pyt
     assert "vs previous run" not in cap.out and "C=4: 3 requests per level keep at most 3 in flight" in cap.err
     rec = json.loads((tmp_path / "state" / "bench.jsonl").read_text().splitlines()[-1])
     assert [lv["requests"] for lv in rec["levels"]] == [3, 3] and rec["input_len"] == 32
+
+
+def test_bench_names_resolve_as_every_command_does(sim_fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A preset of several replicas, none running, is no server (it was its first replica, waited on 20 s); a
+    typo gets the one typo message."""
+    assert main(["--hosts", str(sim_fleet), "bench", "qwen36-gen", "--concurrency", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "preset qwen36-gen has no server running (its replicas: qwen36-gen@blackwell:gpu0," in err, err
+    assert main(["--hosts", str(sim_fleet), "bench", "qwen36-bnch", "--concurrency", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "error: unknown server or preset 'qwen36-bnch'; did you mean 'qwen36-bench'? (known: " in err, err
 
 
 def test_bench_cli_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:

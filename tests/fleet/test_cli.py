@@ -74,6 +74,11 @@ def test_cli_launch_status_probe_logs_stop_journal(sim_ssh, tmp_path: Path):
     (srv,) = doc["servers"]
     assert (srv["name"], srv["preset"], srv["host"], srv["gpus"], srv["port"]) == (name, "small", "clihost", [2], 30030)
     assert srv["phase"] in ("ready", "serving") and "gen_throughput" in srv and srv["cause"] is None
+    r = cli(hosts, "status")  # text: the TUI's units and words
+    assert r.returncode == 0, r.stderr
+    gpu2 = next(ln for ln in r.stdout.splitlines() if ln.startswith("  GPU 2 "))
+    assert "RTX PRO 6000 Blackwell SE " in gpu2 and "GiB" in gpu2 and "MiB" not in r.stdout, r.stdout
+    assert f"/{g2['memory_total_mib'] / 1024:.1f} GiB" in gpu2, gpu2
     r = cli(hosts, "probe", name, "--prompt", "hi", env={"DFC_TEST_KEY": "sk-cli-secret-1"})
     assert r.returncode == 0 and "health   ready" in r.stdout and "TTFT" in r.stdout, r.stdout + r.stderr
     assert "answer   " in r.stdout and "sk-cli-secret-1" not in r.stdout
@@ -113,10 +118,11 @@ def test_global_options_before_or_after_the_command(tmp_path: Path):
 
     hosts = tmp_path / "fleet.toml"
     hosts.write_text(LOCAL_FLEET)
-    after = build_parser().parse_args(["status", "--hosts", "a.toml", "--read-only", "--theme", "t"])
-    assert (after.hosts, after.read_only, after.theme) == ("a.toml", True, "t")
+    after = build_parser().parse_args(["status", "--hosts", "a.toml", "--read-only"])
+    assert (after.hosts, after.read_only) == ("a.toml", True)
     before = build_parser().parse_args(["--hosts", "b.toml", "--read-only", "--theme", "u", "status"])
     assert (before.hosts, before.read_only, before.theme) == ("b.toml", True, "u")
+    assert build_parser().parse_args(["serve", "--theme", "t"]).theme == "t"
     assert build_parser().parse_args(["sim", "up", "--dir", "d", "--hosts", "ct129"]).sim_hosts == "ct129"
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

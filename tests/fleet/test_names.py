@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from console.commands.names import resolve
+from console.commands.names import resolve, unknown
 from console.commands.stop import unknown_host_of
 from console.config import parse_fleet
 from console.fleet.events import ServerAction, ServerGone, ServerMeta, ServerSeen
@@ -54,6 +54,25 @@ def test_a_typo_gets_a_did_you_mean():
     r = resolve(_state("qwen36-gen@bw:gpu0"), FLEET, "qwen36-gne@bw:gpu0")
     assert r.name is None and "did you mean 'qwen36-gen@bw:gpu0'?" in (r.error or ""), r.error
     assert "did you mean 'qwen36-gen'?" in unknown_host_of("qwen36-gn", FLEET)
+
+
+def test_every_typo_has_one_format():
+    assert unknown("preset", "qwen36-gn", ["qwen36-gen", "solo"]) == (
+        "unknown preset 'qwen36-gn'; did you mean 'qwen36-gen'? (known: qwen36-gen, solo)"
+    )
+    assert unknown("router", "zz", []) == "unknown router 'zz' (known: none)"
+    many = unknown("host", "x", [f"h{i}" for i in range(20)])
+    assert many.endswith(f"(known: {', '.join(f'h{i}' for i in range(16))}, … 4 more)"), many
+    assert unknown_host_of("qwen36-gn", FLEET).startswith(
+        "unknown server or preset 'qwen36-gn'; did you mean 'qwen36-gen'? (known: qwen36-gen, solo, "
+    ), unknown_host_of("qwen36-gn", FLEET)
+
+
+def test_a_preset_names_its_one_planned_server_and_lists_several():
+    r = resolve(FleetState(["bw"]), FLEET, "solo")
+    assert (r.name, r.stopped) == ("solo@bw:gpu5", True)
+    r = resolve(FleetState(["bw"]), FLEET, "qwen36-gen")
+    assert r.name is None and "its replicas: qwen36-gen@bw:gpu0, qwen36-gen@bw:gpu1" in (r.error or ""), r.error
 
 
 def test_a_stopped_or_absent_replica_is_already_stopped():

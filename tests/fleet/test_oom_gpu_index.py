@@ -27,10 +27,25 @@ def _oom_log(dev: int) -> str:
     )
 
 
-def test_the_log_alone_keeps_torchs_index() -> None:
-    """`diagnose FILE` cannot know CUDA_VISIBLE_DEVICES: it says what the log says."""
+def test_the_log_alone_says_its_index_is_torchs() -> None:
+    """`diagnose FILE` cannot know CUDA_VISIBLE_DEVICES: torch's index is never called a GPU of nvidia-smi's."""
     _, d = diagnose_text(_oom_log(0))
-    assert d is not None and "CUDA out of memory on GPU 0:" in d.summary, d
+    assert d is not None and "on cuda:0 of the process (which physical GPU is not known):" in d.summary, d
+    assert "GPU 0" not in d.summary, d.summary
+
+
+def test_diagnose_gpus_names_the_gpu_as_status_does(tmp_path, capsys) -> None:
+    """`diagnose --gpus 1` said "GPU 0" where `status` said "GPU 1 (cuda:0 of the process)": one numbering."""
+    from console.cli import main
+
+    f = tmp_path / "oom.log"
+    f.write_text(_oom_log(0))
+    assert main(["diagnose", "--gpus", "1", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert "CUDA out of memory on GPU 1 (cuda:0 of the process):" in out, out
+    assert main(["diagnose", "--gpus", "0", str(f)]) == 1
+    assert "CUDA out of memory on GPU 0:" in capsys.readouterr().out
+    assert main(["diagnose", "--gpus", "x", str(f)]) == 2
 
 
 def test_a_replica_on_gpu_1_is_told_oom_on_gpu_1() -> None:
@@ -54,4 +69,4 @@ def test_an_external_servers_order_is_unknown_so_the_log_is_quoted() -> None:
     s = ServerState(ServerMeta(name="external@bw:8000", host="bw", gpus=(1,), port=8000, managed=False))
     s.log.feed(_oom_log(0).encode())
     d = s.log.diagnosis
-    assert d is not None and "on GPU 0:" in d.summary, d.summary
+    assert d is not None and "on cuda:0 of the process (which physical GPU is not known):" in d.summary, d.summary

@@ -87,6 +87,10 @@ def test_a_loading_servers_port_is_taken_and_gpus_picks_the_next(
         r = cli(hosts, "stop", "gen")  # two servers of the preset now: ambiguous, both named
         assert r.returncode == 2 and "'gen' is ambiguous" in r.stderr, r.stderr
         assert "gen@portbox:gpu0" in r.stderr and "gen@portbox:gpu1" in r.stderr
+        for verb in ("probe", "bench", "logs"):  # one rule for every command (bench took the first replica)
+            r = cli(hosts, verb, "gen")
+            assert r.returncode == 2 and "'gen' is ambiguous" in r.stderr, (verb, r.stdout, r.stderr)
+            assert "gen@portbox:gpu0" in r.stderr and "gen@portbox:gpu1" in r.stderr, (verb, r.stderr)
     finally:
         stops = [cli(hosts, "stop", n).returncode for n in ("gen@portbox:gpu0", "gen@portbox:gpu1")]
         sim_down(sim_root)  # whatever failed, no sim server stays behind

@@ -44,7 +44,7 @@ def test_router_cli_on_a_local_sim_host():
         assert r.returncode == 0, r.stderr
         assert "router lb (host bw" in r.stdout and "-m sglang_router.launch_router" in r.stdout
         r = run(hosts, "router", "up", "lbb", state=st)
-        assert r.returncode == 2 and "no router 'lbb'; did you mean 'lb'?" in r.stderr
+        assert r.returncode == 2 and "unknown router 'lbb'; did you mean 'lb'? (known: lb)" in r.stderr
         r = run(hosts, "router", "status", "lb", state=st)
         assert r.returncode == 0 and ": stopped" in r.stdout
         assert json.loads(run(hosts, "status", "--json", state=st).stdout)["routers"][0]["phase"] == "stopped"

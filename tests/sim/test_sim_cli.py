@@ -34,7 +34,7 @@ def test_sim_up_is_idempotent_and_check_prints_runnable_commands(tmp_path: Path,
     assert {h.transport for h in fleet.hosts.values()} == {"local"}
     assert fleet.hosts["ct129"].python == str(d.resolve() / "ct129/venv/bin/python3")
     ports = [p.replica.port for n in fleet.presets for p in plan_launch(fleet, n, "x")]
-    assert ports == [30000, 31000, 31001, 31002, 31003, 31000, 31001]
+    assert len(set(ports)) == 7 and ports[1:5] == list(range(ports[1], ports[1] + 4)), ports
     shards = sorted((d / "blackwell/models/Qwen3.6-27B").glob("model-*-of-00015.safetensors"))
     assert len(shards) == 15 and sum(f.stat().st_size for f in shards) == 55_630_000_000
     assert sum(f.stat().st_blocks for f in shards) == 0  # sparse placeholders
@@ -43,6 +43,37 @@ def test_sim_up_is_idempotent_and_check_prints_runnable_commands(tmp_path: Path,
     out = capsys.readouterr().out
     assert "setsid nohup env CUDA_VISIBLE_DEVICES=0,1" in out and "0 errors" in out
     assert main(["sim", "crash", "--dir", str(d), "--host", "nope", "--port", "1", "--kind", "nccl"]) == 2
+
+
+def test_sim_up_moves_off_taken_ports_and_prints_the_next_command(tmp_path: Path, capsys) -> None:
+    """Something here already holds the default ports (another user's sim): the fleet goes elsewhere."""
+    import socket
+
+    held = []
+    for port in (30000, 31000, 31080):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            s.listen()
+        except OSError:
+            s.close()  # taken already: by someone else, which is the case under test too
+            continue
+        held.append(s)
+    try:
+        d = tmp_path / "f"
+        assert main(["sim", "up", "--dir", str(d), "--time-scale", "0.04"]) == 0
+    finally:
+        for s in held:
+            s.close()
+    out, err = capsys.readouterr()
+    fleet = load_fleet(d / "hosts.toml")
+    ports = {q for n in fleet.presets for p in plan_launch(fleet, n, "x") for q in [p.replica.port]}
+    ports |= {r.port for r in fleet.routers.values()}
+    assert not ports & {30000, 31000, 31080}, ports
+    assert out.strip() == str(d.resolve() / "hosts.toml")
+    assert f"dflash-console --hosts {d.resolve() / 'hosts.toml'} launch qwen36-mtp --wait" in err, err
+    assert f"dflash-console sim down --dir {d.resolve()}" in err, err
 
 
 def test_exit_codes_match_sglang(sim) -> None:
