@@ -139,7 +139,7 @@ def hosts_toml(dirs: dict[str, Path], specs: dict[str, SimHostSpec], ports: dict
             f'host = "{bw}"',
             "gpus = [1]",
             f"model = {_q(str(d / 'models/Qwen3.6-27B'))}",
-            f"port = {base + 1}",
+            f"port = {at.get(f'qwen36-dflash{sfx}', base + 1)}",
             'env = { SGLANG_ENABLE_SPEC_V2 = "1" }',
             f"args = {_arr([*_ARGS_DFLASH[:2], '--speculative-draft-model-path', str(d / 'models/Qwen3.6-27B-DFlash-b16'), *_ARGS_DFLASH[2:]])}",
             "",
