@@ -37,6 +37,7 @@ def test_corpus_is_labelled_and_sourced() -> None:
         assert re.match(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+$", lab["source"]), name
         assert lab["reason"] and isinstance(lab["crashed"], bool), name
         assert (lab["cause"] == "none") == (not lab["crashed"]), name
+        assert (lab["phase"] == "crashed") == lab["crashed"], name
     assert (
         sum(lab["crashed"] for lab in LABELS.values()) >= 10 and sum(not lab["crashed"] for lab in LABELS.values()) >= 5
     )
