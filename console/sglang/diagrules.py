@@ -203,20 +203,6 @@ def _lib_assert(m: re.Match[str]) -> tuple[str, str]:
     )
 
 
-def _device_fault(m: re.Match[str], c: Ctx) -> tuple[str, str]:
-    """A CUDA fault; when a library's own assert was printed before it, that assert is the cause."""
-    for line in (*c.crash.context, *c.lines):
-        la = LIB_ASSERT.search(line)
-        if la:
-            s, h = _lib_assert(la)
-            return f"{s}; then {m.group(0).strip()}", h
-    return (
-        f"a CUDA kernel faulted: {m.group(0).strip()}",
-        "rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; often an attention backend bug: "
-        "try another --attention-backend, or --disable-cuda-graph to confirm",
-    )
-
-
 _ARGPARSE_RULE = _Rule(
     "invalid_argument",
     _rx(
@@ -451,7 +437,11 @@ _RULES: tuple[_Rule, ...] = (
             r"CUDA_ERROR_ILLEGAL_ADDRESS",
             r"cudaErrorIllegalAddress",
         ),
-        lambda m, c: _device_fault(m, c),
+        lambda m, c: (
+            f"a CUDA kernel faulted: {m.group(0).strip()}",
+            "rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; often an attention backend bug: "
+            "try another --attention-backend, or --disable-cuda-graph to confirm",
+        ),
     ),
     _Rule(
         "trust_remote_code_required",
