@@ -68,7 +68,9 @@ def test_a_missing_kernel_module_is_kernel_missing_with_the_module_named(exc: st
 
 
 def test_a_module_sglang_says_it_ignored_is_not_the_cause() -> None:
-    text = (  # sgl-project/sglang#23600: an import error SGLang logs and goes on from, then an unrelated crash
+    # sgl-project/sglang#23600's record of an import error SGLang goes on from (it names tilelang there; here a
+    # module the kernel rule knows), then an unrelated crash: the earlier rule called it kernel_missing
+    text = (
         "[2026-04-24 09:34:00] In import_model_classes: Ignore import error when loading "
         "sglang.srt.models.deepseek_v4_nextn: No module named 'deep_gemm'\n"
         + BARE_TB.format(exc="KeyError: 'q_a_proj'")
