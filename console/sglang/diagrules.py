@@ -195,8 +195,10 @@ def _lib_assert(m: re.Match[str]) -> tuple[str, str]:
     return (
         f"a {lib} kernel hit a device-side assert ({where}: {cond[:100]}); the CUDA context is lost",
         "a grid/barrier sync timeout means the ranks reached the kernel's barrier too far apart (a peer still "
-        "JIT-compiling its first kernels, or a hung rank): precompile (python3 -m sglang.compile_deep_gemm) and "
-        "relaunch; if it repeats, report it to " + lib
+        "JIT-compiling its first kernels, or a hung rank): "
+        + ("precompile (python3 -m sglang.compile_deep_gemm with the same args) and " if lib == "deep_gemm" else "")
+        + "relaunch; if it repeats, report it to "
+        + lib
         if timeout
         else f"relaunch (the process cannot recover); rerun with CUDA_LAUNCH_BLOCKING=1 and report the condition to "
         f"{lib}, or pick a --moe-runner-backend / --attention-backend that does not use it",
@@ -363,6 +365,9 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _kernel_missing,
     ),
+    # a library's own device assert is printed by the kernel that trapped: the cause of the NCCL/gloo errors
+    # that follow on the other ranks, so it is tried before them
+    _Rule("cuda_device_assert", LIB_ASSERT, lambda m, c: _lib_assert(m)),
     _Rule(
         "killed_oom_killer",
         _rx(r"exit code: -9\)", r"exitcode=-9\b", r"^(?:\[[^\]]*\] )?Exit code: -9\b"),
@@ -423,7 +428,6 @@ _RULES: tuple[_Rule, ...] = (
             "and GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME name the right interface",
         ),
     ),
-    _Rule("cuda_device_assert", LIB_ASSERT, lambda m, c: _lib_assert(m)),
     _Rule(
         "cuda_device_assert",
         _rx(

@@ -36,6 +36,16 @@ def test_the_launch_failure_after_a_library_assert_is_explained_by_the_assert() 
     assert "deep_gemm" in d.summary and d.error_line == DG_ASSERT.strip()
 
 
+def test_the_nccl_timeout_of_the_other_ranks_after_a_library_assert_is_not_the_cause() -> None:
+    watchdog = (  # sgl-project/sglang#1693's abort, what a peer rank prints once the trapped rank stops answering
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, NumelIn=19008)\n"
+    )
+    s, d = diagnose_text(DG_ASSERT * 2 + watchdog)
+    assert s.crashed and d is not None and d.cause == "cuda_device_assert" and "deep_gemm" in d.summary
+
+
 def test_cudas_own_assert_wording_is_not_taken_for_a_library_assert() -> None:
     line = (
         "../aten/src/ATen/native/cuda/IndexKernel.cu:93: operator(): block: [27577,0,0], thread: [32,0,0] "
