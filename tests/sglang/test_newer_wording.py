@@ -185,3 +185,15 @@ def test_a_serving_pd_decode_server_behind_a_log_viewers_prefix_has_not_crashed(
     lines += [pre.format(6, 6) + DECODE]
     s, d = diagnose_text("\n".join(lines) + "\n")
     assert d is None and not s.crashed and s.phase == "serving" and s.stats.health_check_failures == 1
+
+
+def test_a_pd_decode_nodes_per_request_transfer_timeouts_are_serving_not_a_crash() -> None:
+    failed = (  # sgl-project/sglang#11648, a decode node under a 128-concurrency bench
+        "[2025-10-15 11:03:35 DP6 TP6 EP6] Decode transfer failed for request rank=6 "
+        "decode_req.req.rid='cd00baf7d2fc4dcf8535c3a25f0288a3' decode_req.req.bootstrap_room=8360203925601259718 with "
+        "exception KVTransferError(bootstrap_room=8360203925601259718): Request 8360203925601259718 timed out after "
+        "600.0s in KVPoll.WaitingForInput\n"
+    )
+    s, d = diagnose_text(failed * 2)
+    assert d is None and not s.crashed and s.phase == "serving"
+    assert s.errors and "KVTransferError" in s.errors[-1]
