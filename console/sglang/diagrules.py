@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from console.sglang.logmarkers import LIB_ASSERT
 from console.sglang.logstate import CrashInfo, LogSummary
 from console.sglang.phase import Phase
 
@@ -143,8 +144,30 @@ def _compile(m: re.Match[str], c: Ctx) -> tuple[str, str]:
     )
 
 
+_KERNEL_MODULE_HINTS = {
+    "deep_gemm": "SGLang imports DeepGEMM only where it is enabled (SGLANG_ENABLE_JIT_DEEPGEMM, on by default) "
+    "and the GPU supports it (not sm_120): unset SGLANG_ENABLE_JIT_DEEPGEMM=0 and install deep_gemm, or run this "
+    "model on a GPU / SGLang build whose path does not call DeepGEMM",
+    "cutlass": "the `cutlass` package comes from nvidia-cutlass-dsl (CuTe DSL kernels): `pip install "
+    "--force-reinstall nvidia-cutlass-dsl` in the preset's venv (an upgrade can drop its .pth file)",
+    "sgl_kernel": "install the sgl-kernel wheel SGLang pins (`pip install 'sglang[all]==<version>'`) in the preset's "
+    "venv, built for this CUDA version",
+}
+
+
 def _kernel_missing(m: re.Match[str], c: Ctx) -> tuple[str, str]:
     line = m.group(0).strip()
+    mod = m.groupdict().get("mod") or m.groupdict().get("name")
+    if mod:
+        top = mod.split(".")[0]
+        return (
+            f"a kernel module is missing: {top if top == mod else mod} ({m.string.strip()[:120]})",
+            _KERNEL_MODULE_HINTS.get(
+                top,
+                f"install {top} in the preset's venv at the version SGLang pins "
+                "(pip install 'sglang[all]==<version>'), or pick a backend that does not need it",
+            ),
+        )
     if "Runtime check failed" in line:
         detail = m.string.strip().split(": ", 2)[-1]
         return (
@@ -156,6 +179,33 @@ def _kernel_missing(m: re.Match[str], c: Ctx) -> tuple[str, str]:
         f"a required kernel/operator is missing: {line[:140]}",
         "the venv's sgl-kernel/flashinfer/torch builds do not match: reinstall SGLang's pinned versions "
         "(pip install 'sglang[all]==<version>') in the preset's venv",
+    )
+
+
+def _lib_of(path: str) -> str:
+    """The package a header belongs to: the directory after site-/dist-packages, else the file's directory."""
+    parts = path.split("/")
+    for i, p in enumerate(parts[:-1]):
+        if p in ("site-packages", "dist-packages") and i + 1 < len(parts) - 1:
+            return parts[i + 1]
+    return parts[-2] if len(parts) > 1 and parts[-2] not in ("", ".", "..") else parts[-1]
+
+
+def _lib_assert(m: re.Match[str]) -> tuple[str, str]:
+    lib = _lib_of(m.group("file"))
+    where = f"{m.group('file').rsplit('/', 1)[-1]}:{m.group('line')}"
+    cond = m.group("cond").strip()
+    timeout = "timeout" in cond.lower()
+    return (
+        f"a {lib} kernel hit a device-side assert ({where}: {cond[:100]}); the CUDA context is lost",
+        "a grid/barrier sync timeout means the ranks reached the kernel's barrier too far apart (a peer still "
+        "JIT-compiling its first kernels, or a hung rank): "
+        + ("precompile (python3 -m sglang.compile_deep_gemm with the same args) and " if lib == "deep_gemm" else "")
+        + "relaunch; if it repeats, report it to "
+        + lib
+        if timeout
+        else f"relaunch (the process cannot recover); rerun with CUDA_LAUNCH_BLOCKING=1 and report the condition to "
+        f"{lib}, or pick a --moe-runner-backend / --attention-backend that does not use it",
     )
 
 
@@ -307,7 +357,9 @@ _RULES: tuple[_Rule, ...] = (
         "kernel_missing",
         _rx(
             r"undefined symbol",
-            r"No module named '(?:sgl_kernel|flashinfer|deep_gemm|triton|flash_attn)",
+            r"^(?!.*Ignore import error)(?:.*?)No module named '(?P<mod>(?:sgl_kernel|flashinfer|deep_gemm|triton|"
+            r"flash_attn|cutlass)[\w.]*)",
+            r"NameError: name '(?P<name>deep_gemm|sgl_kernel|flashinfer|flash_attn|cutlass)'",
             r"Runtime check failed at",
             r"No such operator",
             r"Could not run '[^']+' with arguments from the",
@@ -317,6 +369,9 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _kernel_missing,
     ),
+    # a library's own device assert is printed by the kernel that trapped: the cause of the NCCL/gloo errors
+    # that follow on the other ranks, so it is tried before them
+    _Rule("cuda_device_assert", LIB_ASSERT, lambda m, c: _lib_assert(m)),
     _Rule(
         "killed_oom_killer",
         _rx(r"exit code: -9\)", r"exitcode=-9\b", r"^(?:\[[^\]]*\] )?Exit code: -9\b"),
@@ -429,13 +484,23 @@ _RULES: tuple[_Rule, ...] = (
         "unsupported_model_arch",
         _rx(
             r"Model architectures? \[[^\]]*\] (?:are|is) not supported",
+            r"Cannot find model module\. '(?P<arch>[^']+)' is not a registered model",
             r"does not recognize this architecture",
             r"Unrecognized model in",
             r"not supported for now",
         ),
         lambda m, c: (
-            f"this SGLang does not support the model's architecture: {m.string.strip()[:140]}",
-            "upgrade SGLang (and transformers) in the venv to a version that lists this architecture",
+            (
+                f"neither SGLang nor Transformers has the model class {m.group('arch')} (SGLang's Transformers "
+                "fallback found no such model, and config.json's auto_map has no AutoModel)",
+                "upgrade SGLang (and transformers) in the venv to a version that supports this architecture; a "
+                "custom model needs its code in the checkpoint (auto_map in config.json) and --trust-remote-code",
+            )
+            if m.groupdict().get("arch")
+            else (
+                f"this SGLang does not support the model's architecture: {m.string.strip()[:140]}",
+                "upgrade SGLang (and transformers) in the venv to a version that lists this architecture",
+            )
         ),
     ),
     _Rule(

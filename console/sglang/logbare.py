@@ -20,6 +20,9 @@ _ARGPARSE = re.compile(r"(?:[\w./-]+(?: serve)?: error: |Error: --model-path is 
 _COMPOSE = re.compile(r"[\w.-]+\s*\| ?")
 _UVICORN = ("INFO:     ", "ERROR:    ", "WARNING:  ")
 _TB_HEAD = "Traceback (most recent call last)"
+_PYWARN = re.compile(r"\S*/sglang/[\w/]+\.py:\d+: [A-Z]\w*Warning: ")
+"""A Python warning raised in SGLang's own code (`.../sglang/launch_server.py:51: UserWarning: ...`): SGLang is
+running, still launching; often all a launch prints before its first record."""
 
 
 class BareLines:
@@ -104,6 +107,8 @@ class BareLines:
         k = classify(s)
         if k is not None:
             self._marker(k, s)
+        elif c == "/" and _PYWARN.match(s):
+            self.sglang_lines += 1
         elif _ARGPARSE.match(s):
             self.sglang_lines += 1
             self._crash_marker(s, None)

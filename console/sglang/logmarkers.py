@@ -13,6 +13,9 @@ ABORT = "abort"
 FRAGMENT = "fragment"
 """C++ exception frames follow (`Exception raised from ...`): part of an open traceback's message, else a process abort."""
 
+LIB_ASSERT = re.compile(r"Assertion failed: (?P<file>[^\s,]+\.(?:cuh|cu|hpp|h)):(?P<line>\d+), condition: (?P<cond>.*)")
+"""A device-side assert printed by a library's own macro (DeepGEMM, CUTLASS), not CUDA's `Assertion `...` failed.`:
+the kernel traps, the CUDA context is lost and the process cannot go on."""
 _RANK_DEAD = re.compile(r"Rank \d+ scheduler is dead")
 _CRASH_STARTS = ("Received sigquit", "SIGQUIT received", "Exit code:")
 _ABORT_STARTS = (
@@ -49,6 +52,8 @@ def classify(msg: str, *, in_block: bool = False) -> str | None:
             return ABORT
     elif c == "I" and msg.startswith("Initialization failed."):
         return OWN_BLOCK
+    elif c == "A" and msg.startswith("Assertion failed: ") and not in_block and LIB_ASSERT.match(msg):
+        return CRASH
     if "hit an exception" in msg[:80]:
         return OWN_BLOCK
     if in_block:

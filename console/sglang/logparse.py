@@ -39,6 +39,11 @@ ERRORS_KEPT = 50
 TAIL_LINES = 300
 
 
+_PD_REQUEST_FAILED = ("Decode transfer failed for request", "Prefill bootstrap failed for request")
+"""A PD server's record of one request whose KV transfer or bootstrap failed (it timed out, the peer is away):
+the scheduler is serving; the request fails, the server goes on."""
+
+
 class LogParser(StartupLines, BareLines):
     """One server's log. Not thread-safe; `snapshot()` returns a copy that is."""
 
@@ -193,6 +198,11 @@ class LogParser(StartupLines, BareLines):
             self.stats.health_check_failures += 1
             self._event("health", msg)
             add_error(self.errors, line)
+        elif msg.startswith(_PD_REQUEST_FAILED):
+            self._event("pd_request", msg)  # one request's KV transfer failed: the scheduler loop runs requests
+            add_error(self.errors, line)
+            self._set_http(Phase.SERVING)
+            self._tb.progress()
         elif msg.startswith(("Start of pd disaggregation warmup", "Start of prefill", "Start of decode")):
             self._set_http(Phase.WARMING)
         elif msg.startswith("Traceback (most recent call last)"):

@@ -218,6 +218,14 @@ _PYLOG = re.compile(
 """A Python logging format (SGLANG_LOGGING_CONFIG_PATH, an embedding app): `2026-06-07 10:59:31,659 [INFO] name: msg`."""
 
 
+_TRACING = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(?:Z|[+-]\d\d:?\d\d)? +"
+    r"(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL) +[\w.<>]+: "
+)
+"""A tracing-style header a runtime around SGLang re-prints records with (dynamo's workers):
+`2025-12-10T13:50:14.788089Z  INFO model_runner.load_model: msg`."""
+
+
 def unwrap(line: str) -> tuple[str, float | None] | None:
     """A wrapper's prefix taken off: -> (rest, ts), ts set when the prefix was a logging header (rest is a message).
 
@@ -226,6 +234,10 @@ def unwrap(line: str) -> tuple[str, float | None] | None:
     """
     c = line[:1]
     if c == "[" or c == "(" or (c.isdigit() and line[4:5] == "-"):
+        if line[10:11] == "T" and (t := _TRACING.match(line)) is not None:
+            y, mo, d, h, mi, s, frac = t.groups()
+            ts = float(_epoch(int(y), int(mo), int(d), int(h), int(mi), int(s)))
+            return line[t.end() :], ts + (int(frac) / 10 ** len(frac) if frac else 0.0)
         m = _WRAPPER.match(line)
         if m is not None and m.end() < len(line):
             return line[m.end() :], None

@@ -29,6 +29,7 @@ def test_every_label_holds() -> None:
     wrong = {r.name: r for r in rows if not all(r.ok.values())}
     assert set(wrong) <= set(ALLOWED), "\n".join(f"{r.name}: {r}" for n, r in wrong.items() if n not in ALLOWED)
     assert all(acc[k] >= t for k, t in TARGETS.items()), acc
+    assert acc["wrong_slug"] == 0, [r.name for r in rows if r.wrong_slug]
 
 
 def test_corpus_is_labelled_and_sourced() -> None:
@@ -37,6 +38,7 @@ def test_corpus_is_labelled_and_sourced() -> None:
         assert re.match(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+$", lab["source"]), name
         assert lab["reason"] and isinstance(lab["crashed"], bool), name
         assert (lab["cause"] == "none") == (not lab["crashed"]), name
+        assert (lab["phase"] == "crashed") == lab["crashed"], name
     assert (
         sum(lab["crashed"] for lab in LABELS.values()) >= 10 and sum(not lab["crashed"] for lab in LABELS.values()) >= 5
     )
