@@ -277,7 +277,7 @@ def test_hints_point_the_right_way() -> None:
     graph = diagnose_text(by["cuda_oom_cuda_graph"])[1]
     assert kv is not None and "raise --mem-fraction-static" in kv.hint
     assert graph is not None and "lower --mem-fraction-static" in graph.hint and "--cuda-graph-max-bs" in graph.hint
-    assert "asked for 2048 MiB" in graph.summary and "GPU 1" in graph.summary
+    assert "asked for 2048 MiB" in graph.summary and "cuda:1 of the process" in graph.summary
     lib = diagnose_text(by["missing_shared_library"])[1]
     assert lib is not None and "libavutil.so.58" in lib.summary and "torchcodec" in lib.summary
 

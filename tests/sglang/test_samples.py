@@ -62,7 +62,7 @@ def test_sample_phase_and_cause(prefix: str) -> None:
 
 def test_crash_summaries_name_the_key_fact() -> None:
     assert "asked for 384 MiB" in diagnose_text(sample("14"))[1].summary  # type: ignore[union-attr]
-    assert "GPU 0" in diagnose_text(sample("14"))[1].summary  # type: ignore[union-attr]
+    assert "cuda:0 of the process" in diagnose_text(sample("14"))[1].summary  # type: ignore[union-attr]
     assert "-lcudart" in diagnose_text(sample("26"))[1].summary  # type: ignore[union-attr]
     assert "fp8e4nv" in diagnose_text(sample("15"))[1].summary  # type: ignore[union-attr]
     d12 = diagnose_text(sample("12"))[1]
