@@ -23,6 +23,16 @@ FIGURE_STALE_S = 15.0
 40 steps), so a busy server renews it within seconds and an idle one's last figure is history, not a reading."""
 
 
+SHORT = {
+    "accept-collapse": "drafter collapsed",
+    "greedy-only": "greedy only",
+    "block-size-mismatch": "block size mismatch",
+    "draft-oom": "draft OOM",
+    "draft-backend-fallback": "draft backend fallback",
+}
+"""What a pane has room for: the alarm's name; the server screen, `status` and the notice say the whole of it."""
+
+
 @dataclass(frozen=True)
 class SpecStatus:
     config: SpecConfig

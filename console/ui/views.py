@@ -12,7 +12,7 @@ from collections.abc import Iterable, Reversible
 from dataclasses import dataclass
 from itertools import islice
 
-from console.fleet.specstate import FIGURE_STALE_S, SpecStatus, spec_line, spec_status
+from console.fleet.specstate import FIGURE_STALE_S, SHORT, SpecStatus, spec_line, spec_status
 from console.fleet.state import FleetState, GpuPoint, GpuState, HostState, ServerState
 from console.sglang.phase import STARTING_PHASES, Phase
 from console.sglang.specdec import percentile
@@ -248,7 +248,8 @@ def _spec_fields(
         return (), None
     spans: list[Span] = [(spec_line(st, now, FIGURE_STALE_S), "")]
     if st.warnings:
-        spans.append((" ⚠ " + fmt.clean(st.warnings[0][1]), "bold hot"))
+        kind, text = st.warnings[0]
+        spans.append((" ⚠ " + SHORT.get(kind, fmt.clean(text, 40)), "bold hot"))
     series = None
     if st.history:
         vals = st.history if points is None else st.history[-max(0, points) :] if points else ()
