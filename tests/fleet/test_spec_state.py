@@ -106,3 +106,24 @@ def test_metrics_figure_wins_when_newer_and_absurd_ones_are_unknown() -> None:
     s.metrics = {"spec_accept_length": 40.0}  # past block 16's width: no such figure
     sp = spec_status(s, t0 + 6)
     assert sp is not None and sp.accept_len == 3.20 and sp.source == "log"
+
+
+def test_pane_view_has_the_spec_line_the_accept_graph_and_the_alarm() -> None:
+    from console.ui.views import server_page, server_view
+
+    st, name = _fleet()
+    f = Feeder(st, name)
+    t0 = float(int(time.time()))
+    f.feed(_line(t0, "3.20") + _line(t0 + 1, "3.30"), t0 + 1)
+    v = server_view(st.servers[name], t0 + 2)
+    assert v.spec == (("spec DFLASH · accept 3.30", ""),)
+    assert v.accept_series is not None and v.accept_series.top == 17 and v.accept_series.values == (3.2, 3.3)
+    f.feed(_line(t0 + 2, "1.01"), t0 + 2)
+    v = server_view(st.servers[name], t0 + 3)
+    assert v.spec[-1] == (" ⚠ drafter collapsed", "bold hot")
+    page = server_page(st.servers[name], t0 + 3)
+    assert "spec: DFLASH · block 16" in page.facts and "draft model: /d" in page.facts
+    assert any("under 1.3" in t for t, _ in page.notes)
+    plain, pname = _fleet(argv=("-m", "sglang.launch_server", "--model-path", "/m"))
+    pv = server_view(plain.servers[pname], t0)
+    assert pv.spec == () and pv.accept_series is None
