@@ -29,6 +29,7 @@ from console.fleet.events import (
     ServerGone,
     ServerMeta,
     ServerSeen,
+    SpecLaunchRecord,
     TelemetryError,
 )
 from console.fleet.hostlink import HostLink
@@ -39,6 +40,7 @@ from console.fleet.monitor import (
     external_servers,
     shares_process_table,
 )
+from console.fleet.spechistory import SpecHistory, launch_record
 from console.fleet.state import FleetState
 from console.gpu.readings import ComputeApp
 from console.router.spec import ROUTER_PREFIX
@@ -100,6 +102,10 @@ class FleetController:
         self._rechecks: dict[str, asyncio.Task[None]] = {}
         self.http_in_flight = 0
         """Health requests open now (each is one forward channel on its host)."""
+        self.spec_history = SpecHistory(self.journal.path.parent / "spec_history.jsonl")
+        """Launch records of speculative servers, beside the journal (its state dir)."""
+        for rec in self.spec_history.load():
+            self.state.apply(rec)
 
     # -- FleetApi: plumbing ----------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> None:
@@ -113,6 +119,9 @@ class FleetController:
             self._journal(ev)
             if isinstance(ev, ServerGone):
                 self._untail_later(ev.server)
+                rec = self._spec_record(ev.server)
+                if rec is not None:
+                    parts.append(self.state.apply(rec))
         changes = Changes.union(parts)
         for fn in list(self._listeners):
             try:
@@ -120,6 +129,18 @@ class FleetController:
             except Exception as e:  # a broken subscriber must not stop the fleet
                 self.journal.event("subscriber-error", ok=False, message=f"{type(e).__name__}: {e}")
         return changes
+
+    def _spec_record(self, name: str) -> SpecLaunchRecord | None:
+        """An ended speculative launch's figures, kept in the state dir once (a re-attach ends it again)."""
+        s = self.state.servers.get(name)
+        rec = launch_record(s) if s is not None else None
+        if rec is None or any(r.launch_id == rec.launch_id for r in self.state.spec_records.get(rec.preset, [])):
+            return None
+        try:
+            self.spec_history.append(rec)
+        except OSError as e:
+            self.journal.event("spec-history", ok=False, message=f"{self.spec_history.path}: {e}")
+        return rec
 
     def _untail_later(self, name: str) -> None:
         """A dead server's log stops growing: keep tailing a while for its last words, then stop."""

@@ -213,6 +213,67 @@ class Notice:
     kind: NoticeKind = NoticeKind.OTHER
 
 
+@dataclass(frozen=True)
+class SpecLaunchRecord:
+    """What one launch with speculative decoding gave (console/fleet/spechistory.py keeps them in the state dir)."""
+
+    preset: str
+    server: str
+    launch_id: str
+    algorithm: str
+    shape: str
+    draft_model: str
+    args: tuple[str, ...]
+    started_at: float | None
+    ended_at: float | None
+    figures: int
+    accept_mean: float
+    accept_p10: float
+    accept_p90: float
+    tok_s_mean: float | None
+
+    def to_dict(self) -> dict[str, object]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> SpecLaunchRecord:
+        """From a line of the file: every field checked, a wrong one raises (the line is then skipped)."""
+
+        def num(k: str, opt: bool = False) -> float | None:
+            v = d.get(k)
+            if v is None and opt:
+                return None
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                raise TypeError(k)
+            return float(v)
+
+        def text(k: str) -> str:
+            v = d.get(k)
+            if not isinstance(v, str):
+                raise TypeError(k)
+            return v
+
+        args = d.get("args")
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise TypeError("args")
+        return cls(
+            text("preset"),
+            text("server"),
+            text("launch_id"),
+            text("algorithm"),
+            text("shape"),
+            text("draft_model"),
+            tuple(args),
+            num("started_at", True),
+            num("ended_at", True),
+            int(num("figures") or 0),
+            num("accept_mean") or 0.0,
+            num("accept_p10") or 0.0,
+            num("accept_p90") or 0.0,
+            num("tok_s_mean", True),
+        )
+
+
 Event = (
     HostConnecting
     | HostUp
@@ -230,4 +291,5 @@ Event = (
     | MetricsSample
     | ServerAction
     | Notice
+    | SpecLaunchRecord
 )

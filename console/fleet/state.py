@@ -33,6 +33,7 @@ from console.fleet.events import (
     ServerMeta,
     ServerRemoved,
     ServerSeen,
+    SpecLaunchRecord,
     TelemetryError,
 )
 from console.fleet.logmodel import LogModel
@@ -186,6 +187,10 @@ def ready_notice(s: ServerState, at: float) -> Notice:
     return Notice(at, "info", f"{s.name} is ready", server=s.name, host=s.meta.host, kind=NoticeKind.READY)
 
 
+SPEC_RECORDS_KEPT = 50
+"""Launch records kept per preset in memory."""
+
+
 class FleetState:
     """All hosts and servers. Only `apply` mutates it."""
 
@@ -194,6 +199,9 @@ class FleetState:
         self.servers: dict[str, ServerState] = {}
         self.version = 0
         """Bumped on every apply: a cheap 'anything changed?' for renderers."""
+        self.spec_records: dict[str, list[SpecLaunchRecord]] = {}
+        """Per preset, the last launches with speculative decoding (oldest first): the screens' comparison and the
+        collapse alarm's usual figure."""
 
     # -- queries ----------------------------------------------------------------------------
     def host(self, name: str) -> HostState:
@@ -415,6 +423,22 @@ class FleetState:
         # another console's launch), read from its log's start; that it is ready is shown, not announced
         return spec + self._phase_notices(s, before, after, ev.at, news=ev.offset > 0 or s.launched_here)
 
+    def _spec_record(self, ev: SpecLaunchRecord) -> list[Notice]:
+        recs = self.spec_records.setdefault(ev.preset, [])
+        if all(r.launch_id != ev.launch_id for r in recs):
+            recs.append(ev)
+            del recs[:-SPEC_RECORDS_KEPT]
+        return []
+
+    def spec_median(self, preset: str | None) -> float | None:
+        """The preset's usual accept length (median of its launches' means), None without history."""
+        recs = self.spec_records.get(preset or "")
+        if not recs:
+            return None
+        vals = sorted(r.accept_mean for r in recs)
+        mid = len(vals) // 2
+        return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+
     def _spec_notices(self, s: ServerState, at: float, new_batch: bool) -> list[Notice]:
         """Each spec alarm as a notice once: a DFLASH warning per kind; the accept collapse when it starts and when it
         clears (judged on the log's own clock, as the figures were printed)."""
@@ -428,7 +452,7 @@ class FleetState:
         pts = [(t, v) for t, v in s.log.accepts if t is not None]
         if not pts or spec_config(s.meta.argv) is None:
             return out
-        alarm = accept_alarm(pts, pts[-1][0])
+        alarm = accept_alarm(pts, pts[-1][0], median=self.spec_median(s.meta.preset))
         if alarm is not None and s.tell_once("spec:collapse"):
             out.append(Notice(at, "warning", f"{s.name}: {alarm.text}", s.name, s.meta.host, NoticeKind.SPEC))
         elif alarm is None and "spec:collapse" in s.told:
@@ -518,4 +542,5 @@ _HANDLERS: dict[type, Callable[[FleetState, Any], list[Notice]]] = {
     MetricsSample: FleetState._metrics,
     ServerAction: FleetState._action,
     Notice: FleetState._notice,
+    SpecLaunchRecord: FleetState._spec_record,
 }
