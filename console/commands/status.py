@@ -41,6 +41,18 @@ def _fmt(v: object, unit: str = "") -> str:
     return "-" if v is None else f"{v}{unit}"
 
 
+def figure(v: float | None, age_s: float | None, idle: bool = False) -> str:
+    """`366.5`, or `366.5 (42 s ago)` when its line is older than the TUI's stale limit; `0.0` once decode-idle
+    (the zero is now, not the old line)."""
+    from console.fleet.state import STALE_S
+
+    if v is None:
+        return "-"
+    if idle or age_s is None or age_s <= STALE_S:
+        return f"{v:.1f}"
+    return f"{v:.1f} ({age_s:.0f} s ago)"
+
+
 def render(doc: dict) -> str:
     out = []
     for h in doc["hosts"]:
@@ -59,12 +71,12 @@ def render(doc: dict) -> str:
             )
     if doc["servers"]:
         out.append("")
-        out.append(f"{'SERVER':44} {'PHASE':16} {'TOK/S':>8} {'PORT':>6} {'MEM MiB':>8}  CAUSE")
+        out.append(f"{'SERVER':44} {'PHASE':16} {'TOK/S':>16} {'PORT':>6} {'MEM MiB':>8}  CAUSE")
         for s in doc["servers"]:
-            tp = f"{s['gen_throughput']:.1f}" if s["gen_throughput"] is not None else "-"
+            tp = figure(s["gen_throughput"], s.get("gen_throughput_age_s"), s.get("decode_idle", False))
             name = s["name"] + ("" if s["managed"] else " (external)")
             out.append(
-                f"{name:44} {s['phase']:16} {tp:>8} {_fmt(s['port']):>6} {_fmt(s['memory_mib']):>8}  "
+                f"{name:44} {s['phase']:16} {tp:>16} {_fmt(s['port']):>6} {_fmt(s['memory_mib']):>8}  "
                 f"{s['summary'] or ''}"
             )
     if doc.get("routers"):

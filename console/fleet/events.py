@@ -144,6 +144,9 @@ class LogData:
     path: str
     offset: int
     data: bytes
+    clock: float | None = None
+    """The host's wall clock when it read these bytes, on the log timestamps' scale (local time read as UTC);
+    None: unknown, the newest line's own stamp stands in (a live tail's lines are as new as they come)."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Reversible
 from dataclasses import dataclass
 from itertools import islice
 
-from console.fleet.state import FleetState, GpuPoint, GpuState, HostState, ServerState
+from console.fleet.state import STALE_S, FleetState, GpuPoint, GpuState, HostState, ServerState
 from console.sglang.phase import STARTING_PHASES, Phase
 from console.ui import format as fmt
 
@@ -157,10 +157,12 @@ def server_label(server: ServerState) -> str:
     return f"{who}{port}{tp}"
 
 
-def load_text(server: ServerState, queue: str = "queue") -> str:
-    """`run 3 · queue 0 · KV 42%`: the one spelling of a live server's load (pane and server screen)."""
+def load_text(server: ServerState, queue: str = "queue", now: float | None = None, watching: bool = True) -> str:
+    """`run 3 · queue 0 · KV 42%`: the one spelling of a live server's load (pane and server screen); with `now`,
+    a decode-idle server runs 0 (ServerState.live_running)."""
     log = server.log
-    run = "—" if log.running is None else str(log.running)
+    running = log.running if now is None else server.live_running(now, watching)
+    run = "—" if running is None else str(running)
     q = "—" if log.queued is None else str(log.queued)
     kv = "—" if log.token_usage is None else f"{log.token_usage * 100:.0f}%"
     return f"run {run} · {queue} {q} · KV {kv}"
@@ -171,8 +173,11 @@ def temp_tone(t: int | None) -> str:
 
 
 # -- servers ------------------------------------------------------------------------------------
-def server_view(srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: int | None = None) -> ServerView:
-    """`tail`: log lines to carry; `points`: the newest throughput points to carry (None: all)."""
+def server_view(
+    srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: int | None = None, watching: bool = True
+) -> ServerView:
+    """`tail`: log lines to carry; `points`: the newest throughput points to carry (None: all); `watching`: its
+    host is up, so a log with no decode line for a while means nothing runs (ServerState.decode_idle)."""
     phase = srv.phase
     tone = phase_tone(phase)
     ended = phase.terminal
@@ -220,9 +225,9 @@ def server_view(srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: i
         progress=progress,
         ended=ended,
         gpus=tuple(srv.meta.gpus),
-        load="" if ended else load_text(srv),
-        load_short="" if ended else load_text(srv, "q"),
-        tok_s=_tok_text(srv),
+        load="" if ended else load_text(srv, now=now, watching=watching),
+        load_short="" if ended else load_text(srv, "q", now, watching),
+        tok_s=_tok_text(srv, now, watching),
         tok_series=_tok_series(srv, points),
         detail=tuple(detail),
         log_tail=tuple(fmt.clean(x)[-400:] for x in _tail(srv.log.lines, tail)) if tail > 0 else (),
@@ -235,14 +240,23 @@ def _tail(lines: Iterable[str], n: int) -> list[str]:
     return list(islice(reversed(lines), n))[::-1]  # type: ignore[call-overload]
 
 
-def _tok_text(srv: ServerState) -> str:
-    tp = srv.gen_throughput
+def _tok_text(srv: ServerState, now: float, watching: bool = True) -> str:
+    tp = srv.live_throughput(now, watching)
     if not srv.meta.managed and tp is None:
         pid = f" pid {srv.meta.pid}" if srv.meta.pid else ""
         return f"external: not started here{pid}"
     if tp is None and not srv.throughput_history:
         return "idle: no decode batches yet"
-    return f"{fmt.rate(tp)} tok/s"
+    return f"{fmt.rate(tp)} tok/s{tok_age(srv, now, watching)}"
+
+
+def tok_age(srv: ServerState, now: float, watching: bool = True) -> str:
+    """` (42 s ago)` beside a tok/s figure older than the stale limit; nothing for a current one or a decode-idle
+    server's 0 (that zero is now)."""
+    age = srv.throughput_age(now)
+    if age is None or age <= STALE_S or srv.decode_idle(now, watching) or not srv.alive:
+        return ""
+    return f" ({fmt.age(age)} ago)"
 
 
 def _tok_series(srv: ServerState, points: int | None = None) -> Series | None:
@@ -287,7 +301,7 @@ def pane_view(
     sv = None
     if srv is not None:
         if lead:
-            sv = server_view(srv, now, tail=tail, points=points)
+            sv = server_view(srv, now, tail=tail, points=points, watching=h.conn == "up")
         else:
             first = min(srv.meta.gpus)
             group_of = (
@@ -463,9 +477,9 @@ TIMELINE = STARTING_PHASES
 """The startup phases the server screen times, against the previous launch's."""
 
 
-def server_page(srv: ServerState, now: float) -> ServerPage:
+def server_page(srv: ServerState, now: float, *, watching: bool = True) -> ServerPage:
     m, log = srv.meta, srv.log
-    v = server_view(srv, now)
+    v = server_view(srv, now, watching=watching)
     crumbs: tuple[Span, ...] = (
         ("fleet", "dim"),
         (" › ", "dim"),
@@ -499,7 +513,8 @@ def server_page(srv: ServerState, now: float) -> ServerPage:
             (fmt.PHASE_WORDS.get(v.phase, v.phase), f"bold {v.tone}"),
             (f" {prog}" if prog else "", ""),
             (
-                f" · health {fmt.clean(srv.health or '—')} · {up} · {fmt.rate(srv.gen_throughput)} tok/s · "
+                f" · health {fmt.clean(srv.health or '—')} · {up} · {fmt.rate(srv.live_throughput(now, watching))} tok/s"
+                f"{tok_age(srv, now, watching)} · "
                 f"{v.load}{f' · VRAM {fmt.gib(srv.memory_mib)} GiB' if srv.memory_mib else ''}",
                 "",
             ),
