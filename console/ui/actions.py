@@ -119,13 +119,14 @@ class ActionsMixin:
         )
 
     # -- the verbs ---------------------------------------------------------------------------
-    def start_launch(self: ActionHost, preset: str, gpus: list[int] | None) -> None:
+    def start_launch(self: ActionHost, preset: str, gpus: list[int] | None, stamp: str | None = None) -> None:
+        """`stamp`: the confirmed preview's, so the launch runs the commands it showed (the same log names)."""
         if self.refuse_if_read_only("launch") or self.api is None:
             return
         api = self.api
 
         async def go() -> tuple[bool, str]:
-            out = await api.launch(preset, gpus)
+            out = await api.launch(preset, gpus, stamp=stamp)
             return out.ok, out.message
 
         self._run("launch", preset, go)
