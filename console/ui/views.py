@@ -203,13 +203,14 @@ def server_view(
         )
         detail.append(((f"{at} · r: relaunch", "dim"),))
     else:
-        icon = "●" if phase.up else "◐"
-        spans: list[Span] = [(f"{icon} {word}", f"bold {tone}")]
+        warm = warming_up(srv)
+        icon = "●" if phase.up and not warm else "◐"
+        spans: list[Span] = [(f"{icon} {WARMING if warm else word}", f"bold {'starting' if warm else tone}")]
         prog = progress_text(srv)
         if prog:
             spans.append((f" {prog}", ""))
             progress = progress_fraction(srv)
-        elif phase.up and srv.health is not None and srv.health != "ok":
+        elif phase.up and srv.health not in (None, "ok", "warming"):
             spans.append((f" (health {fmt.clean(srv.health)})", "starting"))
         status = tuple(spans)
         if phase.starting:
@@ -233,6 +234,14 @@ def server_view(
         log_tail=tuple(fmt.clean(x)[-400:] for x in _tail(srv.log.lines, tail)) if tail > 0 else (),
         line_count=srv.log.line_count,
     )
+
+
+WARMING = "warming up"
+"""The one state of a server whose log said ready while /health still answers 503 (not `ready (health warming)`)."""
+
+
+def warming_up(srv: ServerState) -> bool:
+    return srv.phase.up and srv.health == "warming"
 
 
 def _tail(lines: Iterable[str], n: int) -> list[str]:
@@ -495,22 +504,21 @@ def server_page(srv: ServerState, now: float, *, watching: bool = True) -> Serve
             f"ran {fmt.age(max(0.0, srv.ended_at - m.started_at))}" if srv.ended_at is not None and m.started_at else ""
         )
         when = (
-            "process still running"
-            if srv.alive
-            else f"ended {fmt.age(max(0.0, now - srv.ended_at))} ago"
-            if srv.ended_at is not None
-            else ""
+            f"ended {fmt.age(max(0.0, now - srv.ended_at))} ago" if srv.ended_at is not None and not srv.alive else ""
         )
         last = fmt.last_figures(log.gen_throughput, log.running, log.queued, log.token_usage)
+        word = fmt.exiting_words(v.phase) if srv.alive else fmt.PHASE_WORDS.get(v.phase, v.phase)
         state = [
-            (fmt.PHASE_WORDS.get(v.phase, v.phase), f"bold {v.tone}"),
+            (word, f"bold {v.tone}"),
             *((f" · {x}", "") for x in (when, how, ran, last) if x),
         ]
     else:
         up = f"up {fmt.age(max(0.0, now - m.started_at))}" if m.started_at else "up ?"
         prog = progress_text(srv)
         state = [
-            (fmt.PHASE_WORDS.get(v.phase, v.phase), f"bold {v.tone}"),
+            (WARMING, "bold starting")
+            if warming_up(srv)
+            else (fmt.PHASE_WORDS.get(v.phase, v.phase), f"bold {v.tone}"),
             (f" {prog}" if prog else "", ""),
             (
                 f" · health {fmt.clean(srv.health or '—')} · {up} · {fmt.rate(srv.live_throughput(now, watching))} tok/s"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from tests.ui.fakes import FakeApi, scenario
+from tests.ui.fakes import NOW, FakeApi, scenario
 from tests.ui.test_truthful import fleet_with_gen4, text_of
 
 
@@ -43,3 +43,44 @@ async def test_a_launch_from_marks_runs_the_previewed_command_and_clears_the_mar
         toasts = [str(n.message) for n in app._notifications]
         assert any("marks cleared" in t for t in toasts), toasts
         assert "marked" not in text_of(fleet.query_one("#topbar", Static))
+
+
+def _server(phase: str, *, alive: bool = True, health: str | None = None, stopping: bool = False):  # type: ignore[no-untyped-def]
+    from console.fleet.events import ServerMeta
+    from console.fleet.state import ServerState
+    from tests.ui.fakes import ScriptedLog
+
+    m = ServerMeta(name="p@h:gpu0", host="h", gpus=(0,), port=30000, log_path="/l", started_at=NOW - 60)
+    return ServerState(m, alive=alive, log=ScriptedLog(phase), health=health, stopping=stopping)  # type: ignore[arg-type]
+
+
+def _said(spans) -> str:  # type: ignore[no-untyped-def]
+    return "".join(t for t, _ in spans)
+
+
+def test_a_crashed_log_whose_ranks_still_run_says_one_state() -> None:
+    from console.ui.views import server_page, server_view
+
+    s = _server("crashed")
+    assert _said(server_view(s, NOW).status) == "✖ crashed, ranks exiting"
+    page = _said(server_page(s, NOW).state)
+    assert page.startswith("crashed, ranks exiting") and "still running" not in page, page
+
+
+def test_a_stop_whose_process_has_not_left_says_stopping() -> None:
+    from console.ui.views import server_page, server_view
+
+    s = _server("stopped", stopping=True)
+    assert _said(server_view(s, NOW).status) == "■ stopping…"
+    page = _said(server_page(s, NOW).state)
+    assert page.startswith("stopping…") and "stopped" not in page and "still running" not in page, page
+
+
+def test_ready_with_health_warming_is_one_state_warming_up() -> None:
+    from console.ui.views import server_page, server_view
+
+    s = _server("ready", health="warming")
+    assert _said(server_view(s, NOW).status) == "◐ warming up"
+    page = _said(server_page(s, NOW).state)
+    assert page.startswith("warming up") and "ready" not in page, page
+    assert _said(server_view(_server("ready", health="ok"), NOW).status) == "● ready"
