@@ -212,6 +212,8 @@ class Notice:
     server: str | None = None
     host: str | None = None
     kind: NoticeKind = NoticeKind.OTHER
+    step: str = ""
+    """An ACTION notice's step as the action named it (`launch`, `stop`, `kill`, `stopped`)."""
 
 
 Event = (

@@ -511,6 +511,7 @@ class FleetState:
                 server=ev.server,
                 host=s.meta.host if s is not None else None,
                 kind=NoticeKind.ACTION,
+                step=ev.action,
             )
         ]
 

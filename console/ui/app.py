@@ -109,6 +109,8 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         self._dirty_hosts: set[str] | None = None
         """Hosts that events touched since the last sync; None: all of them."""
         self.activity: deque[Notice] = deque(maxlen=200)
+        self.acting: set[str] = set()
+        """Targets of the actions running now (ActionsMixin._run): their steps wait for the outcome line."""
         """Every notice toasted, for the fleet screen's activity panel."""
         loaded = load_themes()
         self.theme_problems = loaded.problems
@@ -227,7 +229,10 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
                 self.toast(ready_notice(s, self.now()))
 
     def toast(self, n: Notice) -> None:
-        """Toast (and bell on errors); notices about external servers go to the activity panel only."""
+        """Toast (and bell on errors); notices about external servers go to the activity panel only; a step of an
+        action in flight here waits for the action's own outcome line (told_by_outcome)."""
+        if self.told_by_outcome(n):
+            return
         self.activity.append(n)
         srv = self.state.servers.get(n.server or "")
         if srv is not None and not srv.meta.managed:

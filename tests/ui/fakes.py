@@ -342,8 +342,12 @@ class FakeApi:
         self.calls.append(("stop", name))
         from console.fleet.events import ServerAction
 
-        self.emit(ServerAction(name, NOW, "stop", True), ServerGone(name, NOW, exit_status=0))
-        return ActionOutcome(True, f"stopped {name}", [name])
+        self.emit(  # the controller's steps (console.fleet.actions.stop)
+            ServerAction(name, NOW, "stop", True, "SIGTERM to session 7000"),
+            ServerGone(name, NOW, exit_status=0),
+            ServerAction(name, NOW, "stopped", True, "GPUs released"),
+        )
+        return ActionOutcome(True, f"stopped {name}; GPUs released", [name])
 
     async def restart(self, name: str) -> ActionOutcome:
         self.calls.append(("restart", name))

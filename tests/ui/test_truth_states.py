@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.widgets import Static
 
 from tests.ui.fakes import NOW, FakeApi, scenario
-from tests.ui.test_truthful import fleet_with_gen4, text_of
+from tests.ui.test_truthful import SERVING, fleet_with_gen4, text_of
 
 
 async def test_a_launch_from_marks_runs_the_previewed_command_and_clears_the_marks(make_app) -> None:  # type: ignore[no-untyped-def]
@@ -84,3 +84,26 @@ def test_ready_with_health_warming_is_one_state_warming_up() -> None:
     page = _said(server_page(s, NOW).state)
     assert page.startswith("warming up") and "ready" not in page, page
     assert _said(server_view(_server("ready", health="ok"), NOW).status) == "● ready"
+
+
+async def test_a_stop_is_logged_once_in_the_activity_panel_and_toasted_once(make_app) -> None:  # type: ignore[no-untyped-def]
+    """The controller's steps (SIGTERM, the end, GPUs released) are said by the stop's outcome line: one entry."""
+    from console.ui.screens.dialogs import ConfirmScreen
+    from tests.ui.test_pilot import select
+
+    api = FakeApi()
+    app = make_app(api)
+    toasts: list[str] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.notify = lambda message, **kw: toasts.append(message)  # type: ignore[method-assign]
+        await select(pilot, "ct129", 1)
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        mine = [n.message for n in app.activity if SERVING in n.message]
+        assert mine == [f"stop {SERVING}: stopped {SERVING}; GPUs released"], mine
+        assert len([t for t in toasts if SERVING in t]) == 1, toasts
+        assert app.state.servers[SERVING].phase == "stopped"
