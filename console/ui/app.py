@@ -369,8 +369,18 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         self.push_screen(key)
 
     def open_chat(self, name: str | None) -> None:
+        """Chat with `name`; one that has ended cannot answer, so it is said, not swapped for another server."""
         from console.ui.screens.chat import ChatScreen
 
+        srv = self.state.servers.get(name or "")
+        if srv is not None and srv.phase.terminal:
+            self.notify(
+                f"cannot chat with {name}: it has {srv.phase.value} (nothing answers). r relaunches it; "
+                "c on a running server's pane chats with that one",
+                severity="warning",
+                markup=False,
+            )
+            return
         self.push_screen(ChatScreen(name))
 
     def open_launch(self, host: str | None, gpus: list[int], marked: bool = False) -> None:

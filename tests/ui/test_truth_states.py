@@ -107,3 +107,110 @@ async def test_a_stop_is_logged_once_in_the_activity_panel_and_toasted_once(make
         assert mine == [f"stop {SERVING}: stopped {SERVING}; GPUs released"], mine
         assert len([t for t in toasts if SERVING in t]) == 1, toasts
         assert app.state.servers[SERVING].phase == "stopped"
+
+
+class HeldBackend:
+    """A chat backend that streams one token, then waits to be let go (the moment a reader sees the answer
+    streaming)."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        from tests.ui.fakes import FakeBackend
+
+        self.go = asyncio.Event()
+        self.inner = FakeBackend()
+
+    async def stream_chat(self, base_url, req, api_key):  # type: ignore[no-untyped-def]
+        from console.ui.backend import ChatDelta
+
+        yield ChatDelta("content", "Paris ")
+        await self.go.wait()
+        yield ChatDelta("content", "it is.")
+        yield ChatDelta("finish", finish_reason="stop")
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.inner, name)
+
+
+async def test_waiting_for_the_first_token_goes_once_tokens_stream(make_app) -> None:  # type: ignore[no-untyped-def]
+    from console.ui.screens.chat import ChatScreen, Turn
+    from tests.ui.test_pilot import select
+    from tests.ui.waits import until
+
+    backend = HeldBackend()
+    app = make_app(backend=backend)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, "ct129", 0)
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ChatScreen)
+        await pilot.press(*"capital?", "enter")
+        turn = await _turn(pilot, app, Turn)
+        await until(pilot, lambda: turn.answer == "Paris ", "the first token shown")
+        stats = str(turn.query_one("#stats").render())
+        assert "waiting" not in stats and "streaming" in stats, stats
+        backend.go.set()
+        await app.workers.wait_for_complete()
+        assert "finish stop" in str(turn.query_one("#stats").render())
+
+
+async def _turn(pilot, app, cls):  # type: ignore[no-untyped-def]
+    from tests.ui.waits import until
+
+    await until(pilot, lambda: app.screen.query(cls), "a turn mounted")
+    return app.screen.query_one(cls)
+
+
+async def test_chat_on_a_crashed_server_says_it_cannot_and_opens_no_other(make_app) -> None:  # type: ignore[no-untyped-def]
+    from console.ui.screens.chat import ChatScreen
+    from console.ui.screens.fleet import FleetScreen
+    from tests.ui.test_pilot import CRASHED, select
+
+    app = make_app(FakeApi(scenario()))
+    toasts: list[str] = []
+    async with app.run_test(size=(140, 44)) as pilot:
+        app.notify = lambda message, **kw: toasts.append(message)  # type: ignore[method-assign]
+        await select(pilot, "blackwell", 1)
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, FleetScreen)
+        assert any(t.startswith(f"cannot chat with {CRASHED}: it has crashed") for t in toasts), toasts
+        app.open_server(CRASHED)  # from its own screen, through the palette's "server: chat"
+        await pilot.pause()
+        app.open_chat(app.selected_server().name)  # type: ignore[union-attr]
+        await pilot.pause()
+        assert not isinstance(app.screen, ChatScreen)
+        # a chat screen asked for a server that cannot answer asks which, never picks another by itself
+        app.push_screen(ChatScreen(CRASHED))
+        await pilot.pause()
+        assert isinstance(app.screen, ChatScreen) and app.screen.server_name is None
+
+
+async def test_the_curl_command_is_shown_in_a_dialog_with_copy_as_one_option(make_app) -> None:  # type: ignore[no-untyped-def]
+    from textual.widgets import TextArea
+
+    from console.ui.screens.chat import ChatScreen
+    from console.ui.screens.dialogs import TextScreen
+    from tests.ui.test_pilot import select
+
+    app = make_app()
+    copied: list[str] = []
+    app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, "ct129", 0)
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press(*"hi", "ctrl+y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, TextScreen), app.screen
+        shown = app.screen.query_one(TextArea).text
+        assert shown.startswith("curl ") and "/v1/chat/completions" in shown
+        assert copied == []  # shown, not sent to a clipboard that may not exist
+        await pilot.press("c")
+        await pilot.pause()
+        assert copied == [shown] and "OSC 52" in str(app.screen.query_one("#note").render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, ChatScreen)
