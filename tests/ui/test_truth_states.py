@@ -176,11 +176,12 @@ async def test_chat_on_a_crashed_server_says_it_cannot_and_opens_no_other(make_a
         await pilot.pause()
         assert isinstance(app.screen, FleetScreen)
         assert any(t.startswith(f"cannot chat with {CRASHED}: it has crashed") for t in toasts), toasts
-        app.open_server(CRASHED)  # from its own screen, through the palette's "server: chat"
+        app.open_server(CRASHED)  # from its own screen
         await pilot.pause()
-        app.open_chat(app.selected_server().name)  # type: ignore[union-attr]
+        await pilot.press("c")
         await pilot.pause()
         assert not isinstance(app.screen, ChatScreen)
+        assert len([t for t in toasts if t.startswith(f"cannot chat with {CRASHED}")]) == 2, toasts
         # a chat screen asked for a server that cannot answer asks which, never picks another by itself
         app.push_screen(ChatScreen(CRASHED))
         await pilot.pause()
