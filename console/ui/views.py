@@ -202,6 +202,8 @@ def server_view(
             srv.log.crash_in_log or "", "enter: its log"
         )
         detail.append(((f"{at} · r: relaunch", "dim"),))
+    elif srv.stopping:  # a stop was sent and the process drains: not `serving` any more, not yet stopped
+        status = ((f"■ {fmt.exiting_words(Phase.STOPPED)}", f"bold {phase_tone(Phase.STOPPED)}"),)
     else:
         warm = warming_up(srv)
         icon = "●" if phase.up and not warm else "◐"
@@ -516,7 +518,9 @@ def server_page(srv: ServerState, now: float, *, watching: bool = True) -> Serve
         up = f"up {fmt.age(max(0.0, now - m.started_at))}" if m.started_at else "up ?"
         prog = progress_text(srv)
         state = [
-            (WARMING, "bold starting")
+            (fmt.exiting_words(Phase.STOPPED), "bold stopped")
+            if srv.stopping
+            else (WARMING, "bold starting")
             if warming_up(srv)
             else (fmt.PHASE_WORDS.get(v.phase, v.phase), f"bold {v.tone}"),
             (f" {prog}" if prog else "", ""),

@@ -76,6 +76,15 @@ def test_a_stop_whose_process_has_not_left_says_stopping() -> None:
     assert page.startswith("stopping…") and "stopped" not in page and "still running" not in page, page
 
 
+def test_a_server_draining_after_a_stop_says_stopping_not_serving() -> None:
+    from console.ui.views import server_page, server_view
+
+    s = _server("serving", health="ok", stopping=True)
+    assert _said(server_view(s, NOW).status) == "■ stopping…"
+    page = _said(server_page(s, NOW).state)
+    assert page.startswith("stopping…") and "serving" not in page, page
+
+
 def test_ready_with_health_warming_is_one_state_warming_up() -> None:
     from console.ui.views import server_page, server_view
 
