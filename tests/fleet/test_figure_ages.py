@@ -5,6 +5,7 @@ agent's host clock that dates a log read all at once."""
 from __future__ import annotations
 
 import calendar
+import json
 import subprocess
 import sys
 import time
@@ -124,3 +125,33 @@ def test_the_agent_reports_the_hosts_clock_on_the_log_stamps_scale(
     doc = status_doc(apply(oneshot_events("box", shot, now), "box"), now=now)
     s = next(s for s in doc["servers"] if s["name"] == "s@box:gpu0")
     assert s["gen_throughput_age_s"] == pytest.approx(42, abs=5) and s["decode_idle"] and s["gen_throughput"] == 0.0
+
+
+def test_status_over_sshd_says_zero_once_the_sim_stops_decoding(sim_ssh, tmp_path: Path) -> None:
+    """The issue's case end to end: a probe makes the sim print Decode lines, then nothing runs; `status --json`
+    first gives the figure with a small age, then, once no Decode line came for DECODE_IDLE_S, 0.0 and its age."""
+    from tests.fleet.conftest import preset_toml
+    from tests.fleet.test_cli import cli
+
+    h = sim_ssh("agehost")
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text("[console]\npoll_ms = 500\n" + h.section() + preset_toml("small", h, [1], 30040))
+    assert cli(hosts, "launch", "small", "--wait").returncode == 0
+    name = "small@agehost:gpu1"
+    r = cli(hosts, "probe", name, "--prompt", "tell me a long story", "--max-tokens", "256")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    def doc() -> dict:
+        r = cli(hosts, "status", "--json")
+        assert r.returncode == 0, r.stderr
+        return next(s for s in json.loads(r.stdout)["servers"] if s["name"] == name)
+
+    s = doc()
+    assert s["gen_throughput_age_s"] is not None and s["health_age_s"] is not None, s
+    deadline = time.monotonic() + 60
+    while not s["decode_idle"] and time.monotonic() < deadline:
+        time.sleep(1)
+        s = doc()
+    assert s["decode_idle"] and s["gen_throughput"] == 0.0 and s["running"] == 0, s
+    assert s["gen_throughput_age_s"] > DECODE_IDLE_S
+    assert cli(hosts, "stop", name).returncode == 0
