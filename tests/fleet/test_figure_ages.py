@@ -128,7 +128,7 @@ def test_the_agent_reports_the_hosts_clock_on_the_log_stamps_scale(
 
 
 def test_status_over_sshd_says_zero_once_the_sim_stops_decoding(sim_ssh, tmp_path: Path) -> None:
-    """The issue's case end to end: a probe makes the sim print Decode lines, then nothing runs; `status --json`
+    """End to end: a probe makes the sim print Decode lines, then nothing runs; `status --json`
     first gives the figure with a small age, then, once no Decode line came for DECODE_IDLE_S, 0.0 and its age."""
     from tests.fleet.conftest import preset_toml
     from tests.fleet.test_cli import cli
