@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             print(mask(f"  [{'ok' if c.ok else 'FAIL' if c.blocking else 'warn'}] {c.name}: {c.message}"))
         if args.dry_run:
             return EXIT_FAILED if pv.blocked else EXIT_OK
-        out = await ctl.launch(args.preset, gpus)
+        out = await ctl.launch(args.preset, gpus, stamp=pv.stamp)  # the commands printed above, log names and all
         if out.ok and args.wait:
             print(mask(out.message), flush=True)
             async with watch_progress(ctl, out.servers):

@@ -54,6 +54,18 @@ def cut_at_word(text: str, width: int) -> str:
     return (head[:at] if at > 0 else head).rstrip() + "…"
 
 
+def figure(v: float | None, age_s: float | None, idle: bool = False) -> str:
+    """`366.5`, or `366.5 (42 s ago)` when its line is older than the TUI's stale limit; `0.0` once decode-idle
+    (the zero is now, not the old line)."""
+    from console.fleet.state import STALE_S
+
+    if v is None:
+        return "-"
+    if idle or age_s is None or age_s <= STALE_S:
+        return f"{v:.1f}"
+    return f"{v:.1f} ({age_s:.0f} s ago)"
+
+
 def render(doc: dict) -> str:
     """The text picture of a status document: the TUI's words and units (JSON keeps the machine names)."""
     from console.sglang.phase import phase_words
@@ -77,13 +89,13 @@ def render(doc: dict) -> str:
             )
     if doc["servers"]:
         out.append("")
-        out.append(f"{'SERVER':44} {'PHASE':16} {'TOK/S':>8} {'PORT':>6} {'MEM GiB':>8}  CAUSE")
+        out.append(f"{'SERVER':44} {'PHASE':16} {'TOK/S':>16} {'PORT':>6} {'MEM GiB':>8}  CAUSE")
         for s in doc["servers"]:
-            tp = f"{s['gen_throughput']:.1f}" if s["gen_throughput"] is not None else "-"
+            tp = figure(s["gen_throughput"], s.get("gen_throughput_age_s"), s.get("decode_idle", False))
             name = s["name"] + ("" if s["managed"] else " (external)")
             mem = "-" if s["memory_mib"] is None else gib(s["memory_mib"])
             out.append(
-                f"{name:44} {phase_words(s['phase']):16} {tp:>8} {_fmt(s['port']):>6} {mem:>8}  {s['summary'] or ''}"
+                f"{name:44} {phase_words(s['phase']):16} {tp:>16} {_fmt(s['port']):>6} {mem:>8}  {s['summary'] or ''}"
             )
             out.extend(_spec_rows(s))
     if doc.get("routers"):

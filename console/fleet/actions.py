@@ -47,13 +47,18 @@ def new_stamp() -> str:
 
 
 async def preview(
-    ctl: HostOps, preset_name: str, gpus: list[int] | None = None, only: str | None = None
+    ctl: HostOps,
+    preset_name: str,
+    gpus: list[int] | None = None,
+    only: str | None = None,
+    stamp: str | None = None,
 ) -> LaunchPreview:
-    """Plans, lint findings and fresh pre-checks; `only` keeps one replica (restart)."""
+    """Plans, lint findings and fresh pre-checks; `only` keeps one replica (restart); `stamp`: an earlier
+    preview's, so the plans are the commands it showed (their log names included)."""
     if preset_name not in ctl.fleet.presets:
         raise KeyError(f"unknown preset '{preset_name}'")
     preset = ctl.fleet.presets[preset_name]
-    stamp = new_stamp()
+    stamp = stamp or new_stamp()
     plans = [p for p in plan_launch(ctl.fleet, preset_name, stamp, gpus) if only in (None, p.replica.name)]
     link = ctl.links[preset.host]
     try:
@@ -62,7 +67,11 @@ async def preview(
         r = await link.run(facts_command(ctl.fleet.hosts[preset.host], preset.model, log_dir, draft), timeout=30)
     except TransportError as e:
         return LaunchPreview(
-            preset_name, plans, lint_preset(ctl.fleet, preset_name), [PreCheck("host reachable", False, str(e))]
+            preset_name,
+            plans,
+            lint_preset(ctl.fleet, preset_name),
+            [PreCheck("host reachable", False, str(e))],
+            stamp,
         )
     facts = parse_facts(r.stdout, preset.host)
     if gpus is not None and plans:  # re-planned GPUs: ports from the preset's first one up, skipping taken ones
@@ -87,7 +96,7 @@ async def preview(
                 blocking=False,
             )
         )
-    return LaunchPreview(preset_name, plans, findings, checks)
+    return LaunchPreview(preset_name, plans, findings, checks, stamp)
 
 
 def refusal(pv: LaunchPreview) -> str:
@@ -97,9 +106,16 @@ def refusal(pv: LaunchPreview) -> str:
 
 
 async def launch(
-    ctl: HostOps, preset_name: str, gpus: list[int] | None = None, *, wait: bool = False, only: str | None = None
+    ctl: HostOps,
+    preset_name: str,
+    gpus: list[int] | None = None,
+    *,
+    wait: bool = False,
+    only: str | None = None,
+    stamp: str | None = None,
 ) -> ActionOutcome:
-    """Pre-check, then start every replica detached; `only` restricts to one replica name (restart)."""
+    """Pre-check, then start every replica detached; `only` restricts to one replica name (restart); `stamp`: the
+    preview's the operator read, so the log files are the ones it named."""
     if ctl.read_only:
         return ActionOutcome(False, "read-only console: launch refused")
     if preset_name not in ctl.fleet.presets:
@@ -114,7 +130,7 @@ async def launch(
             async with hostlock.hold(
                 link.transport.stream, preset.host, ctl.fleet.hosts[preset.host], on_command=ctl.journal.stream
             ) as lock:
-                refused = await _locked_launch(ctl, preset_name, gpus, only, lock)
+                refused = await _locked_launch(ctl, preset_name, gpus, only, lock, stamp)
         except hostlock.LockBusy as e:
             ctl.emit([ServerAction(preset_name, time.time(), "launch", False, str(e))])
             return ActionOutcome(False, f"refused: {e}")
@@ -131,10 +147,15 @@ async def launch(
 
 
 async def _locked_launch(
-    ctl: HostOps, preset_name: str, gpus: list[int] | None, only: str | None, lock: hostlock.HeldLock
+    ctl: HostOps,
+    preset_name: str,
+    gpus: list[int] | None,
+    only: str | None,
+    lock: hostlock.HeldLock,
+    stamp: str | None = None,
 ) -> ActionOutcome:
     """Pre-checks then start every replica, under the host's lock; ok with the servers started."""
-    pv = await preview(ctl, preset_name, gpus, only)
+    pv = await preview(ctl, preset_name, gpus, only, stamp)
     plans = pv.plans
     if not plans:
         return ActionOutcome(False, f"preset {preset_name} has no replica named {only}")

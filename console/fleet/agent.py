@@ -363,6 +363,8 @@ def oneshot_mode(cfg):
             kind, what, ms, body = rans.get((r["name"], part), ("timeout", 0, deadline * 1000, b""))
             sect("router", body.decode("utf-8", "replace") if kind == "http" else str(what), router=r["name"],
                  part=part, kind=kind, status=what if kind == "http" else None, ms=round(ms, 1))
+    now = time.time()
+    sect("clock", "", local=round(now + time.localtime(now).tm_gmtoff, 3))  # the log stamps scale: local time as UTC
     for d in metas:
         path = d.get("log_path")
         if not isinstance(path, str) or not path:

@@ -36,6 +36,8 @@ class LaunchPreview:
     plans: list[LaunchPlan]
     findings: list[Finding] = field(default_factory=list)
     checks: list[PreCheck] = field(default_factory=list)
+    stamp: str = ""
+    """The stamp in the plans' log names: a launch given it starts these very commands (the same log files)."""
 
     @property
     def blocked(self) -> bool:
@@ -74,7 +76,11 @@ class FleetApi(Protocol):
 
     async def preview(self, preset: str, gpus: list[int] | None = None) -> LaunchPreview: ...
 
-    async def launch(self, preset: str, gpus: list[int] | None = None, *, wait: bool = False) -> ActionOutcome: ...
+    async def launch(
+        self, preset: str, gpus: list[int] | None = None, *, wait: bool = False, stamp: str | None = None
+    ) -> ActionOutcome:
+        """`stamp`: a preview's (LaunchPreview.stamp), so what starts is the command it showed, log name and all."""
+        ...
 
     async def stop_server(self, name: str) -> ActionOutcome: ...
 

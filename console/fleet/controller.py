@@ -433,9 +433,11 @@ class FleetController:
     async def preview(self, preset: str, gpus: list[int] | None = None) -> LaunchPreview:
         return await actions.preview(self, preset, gpus)
 
-    async def launch(self, preset: str, gpus: list[int] | None = None, *, wait: bool = False) -> ActionOutcome:
+    async def launch(
+        self, preset: str, gpus: list[int] | None = None, *, wait: bool = False, stamp: str | None = None
+    ) -> ActionOutcome:
         with operation(f"launch {preset}"):  # the journal groups an action's steps (a CLI command's own wins)
-            return await actions.launch(self, preset, gpus, wait=wait)
+            return await actions.launch(self, preset, gpus, wait=wait, stamp=stamp)
 
     async def stop_server(self, name: str) -> ActionOutcome:
         with operation(f"stop {name}"):

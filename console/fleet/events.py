@@ -144,6 +144,9 @@ class LogData:
     path: str
     offset: int
     data: bytes
+    clock: float | None = None
+    """The host's wall clock when it read these bytes, on the log timestamps' scale (local time read as UTC);
+    None: unknown, the newest line's own stamp stands in (a live tail's lines are as new as they come)."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,8 @@ class Notice:
     server: str | None = None
     host: str | None = None
     kind: NoticeKind = NoticeKind.OTHER
+    step: str = ""
+    """An ACTION notice's step as the action named it (`launch`, `stop`, `kill`, `stopped`)."""
 
 
 @dataclass(frozen=True)

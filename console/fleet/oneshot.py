@@ -164,6 +164,8 @@ class OneShot:
     """Router name -> part -> what the host found."""
     complete: bool = False
     """The `==> end` line came: the agent ran to its end."""
+    clock: float | None = None
+    """The host's clock as it read the logs, on the log stamps' scale (local time read as UTC)."""
 
 
 def parse_sections(data: bytes) -> tuple[list[Section], bool]:
@@ -223,6 +225,8 @@ def parse_oneshot(data: bytes) -> OneShot:
                 shot.routers.setdefault(name, {})[part] = RouterPart(
                     str(s.head.get("kind", part)), _int(s.head.get("status")), text
                 )
+        elif s.name == "clock":
+            shot.clock = _num(s.head.get("local"))
         elif s.name == "log":
             off = _int(s.head.get("offset"))
             if isinstance(s.head.get("path"), str) and off is not None:
@@ -309,7 +313,9 @@ def oneshot_events(
         alive = discovery.is_alive(m, procs)
         events.append(ServerSeen(m, at, alive=True, previous_logs=tuple(history.get(m.name, ()))))
         if m.log_path:
-            events.extend(LogData(m.name, at, m.log_path, off, data) for off, data in logs.get(m.log_path, ()))
+            events.extend(
+                LogData(m.name, at, m.log_path, off, data, shot.clock) for off, data in logs.get(m.log_path, ())
+            )
         if alive:
             live.append((m.name, m.bind, m.port))
         else:

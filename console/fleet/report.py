@@ -16,7 +16,7 @@ from console.config import Fleet, load_fleet
 from console.fleet.journal import mask
 from console.fleet.journalview import operation
 from console.fleet.specstate import spec_doc, spec_status
-from console.fleet.state import FleetState, ServerState
+from console.fleet.state import FleetState, HostState, ServerState
 from console.sglang.phase import Phase
 
 if TYPE_CHECKING:  # the controller (httpx) is imported by the commands that start one, not by one-shot `status`
@@ -30,19 +30,31 @@ def _r(v: float | None, nd: int = 1) -> float | None:
     return None if v is None else round(v, nd)
 
 
-def server_doc(s: ServerState, now: float | None = None) -> dict[str, Any]:
+def server_doc(s: ServerState, now: float | None = None, host: HostState | None = None) -> dict[str, Any]:
     """One server. After it ended, the live figures (health, tok/s, running, queued, memory) are null and the last
-    ones it had sit under `last`, with `ended_at`: nothing about a dead server reads as current."""
+    ones it had sit under `last`, with `ended_at`: nothing about a dead server reads as current. Every figure has
+    its age beside it (`gen_throughput_age_s`: since the decode line it comes from); a live server whose log is
+    read and has printed no decode line for DECODE_IDLE_S decodes nothing: 0.0 tok/s, 0 running, `decode_idle`."""
     now = time.time() if now is None else now
     d = s.log.diagnosis if s.phase is Phase.CRASHED else None
     ended = not s.alive
+    watching = host is None or host.conn == "up"
+    idle = s.decode_idle(now, watching)
     spec = spec_doc(spec_status(s, now), now, alive=not ended)
     figures = {
-        "gen_throughput": _r(s.log.gen_throughput if ended else s.gen_throughput),
-        "running": s.log.running,
+        "gen_throughput": _r(s.log.gen_throughput if ended else s.live_throughput(now, watching)),
+        "running": s.log.running if ended else s.live_running(now, watching),
         "queued": s.log.queued,
         "memory_mib": s.memory_mib,
     }
+    apps_at = host.apps_at if host is not None else None
+    ages = {
+        "gen_throughput_age_s": _r(s.throughput_age(now)),
+        "running_age_s": _r(s.batch_age(now)),
+        "queued_age_s": _r(s.batch_age(now)),
+        "memory_mib_age_s": _r(None if apps_at is None else max(0.0, now - apps_at)),
+    }
+    health_age = _r(None if s.health_at is None else max(0.0, now - s.health_at))
     return {
         "name": s.name,
         "preset": s.meta.preset,
@@ -53,7 +65,10 @@ def server_doc(s: ServerState, now: float | None = None) -> dict[str, Any]:
         "phase": s.phase.value,
         "alive": s.alive,
         "health": None if ended else s.health,
+        "health_age_s": None if ended else health_age,
         **({k: None for k in figures} if ended else figures),
+        **({k: None for k in ages} if ended else ages),
+        "decode_idle": idle,
         "pid": s.meta.pid,
         "log_path": s.meta.log_path,
         "started_at": s.meta.started_at,
@@ -62,7 +77,7 @@ def server_doc(s: ServerState, now: float | None = None) -> dict[str, Any]:
         "summary": d.summary if d else None,
         "hint": d.hint if d else None,
         "ended_at": s.ended_at if ended else None,
-        "last": figures if ended else None,
+        "last": {**figures, **ages} if ended else None,
         "spec": spec,
         "warnings": spec["warnings"] if spec else [],
     }
@@ -110,7 +125,7 @@ def status_doc(state: FleetState, now: float | None = None) -> dict[str, Any]:
         "schema": SCHEMA,
         "generated_at": round(now, 3),
         "hosts": hosts,
-        "servers": [server_doc(s, now) for s in state.servers.values()],
+        "servers": [server_doc(s, now, state.hosts.get(s.meta.host)) for s in state.servers.values()],
     }
 
 

@@ -45,6 +45,12 @@ MAX_LINES = 20_000
 SPARK_POINTS = 120
 GPU_HISTORY_POINTS = 600
 """Per-GPU samples kept for the panes' history graphs: 10 min at nvidia-smi's 1 Hz."""
+STALE_S = 5.0
+"""A figure older than this is shown with its age (`366.5 (42 s ago)`): the TUI's stale limit for telemetry too."""
+DECODE_IDLE_S = 10.0
+"""No decode line for this long from a log being read: nothing is decoding, the live tok/s is 0. SGLang prints a
+Decode line every `--decode-log-interval` steps (40) while any request runs, and nothing while none does, so the
+last figure would otherwise last forever."""
 STREAMING = (LogData, GpuSample, ProcessSample, HealthResult, MetricsSample)
 """Events that arrive as a stream: their redraws are coalesced (Changes.urgent is False)."""
 
@@ -97,7 +103,7 @@ class HostState:
         """Age of the GPU figures; None when there are none yet."""
         return None if self.gpu_at is None else max(0.0, now - self.gpu_at)
 
-    def stale(self, now: float, limit_s: float = 5.0) -> bool:
+    def stale(self, now: float, limit_s: float = STALE_S) -> bool:
         age = self.age_s(now)
         return self.conn != "up" or age is None or age > limit_s
 
@@ -131,6 +137,11 @@ class ServerState:
     """The log model was reset (the server was alive after all): tail chunks wait for a re-read from byte 0."""
     last_health_at: float | None = None
     """When /health last answered 200 (kept after the end, when `health` no longer says anything)."""
+    decode_at: float | None = None
+    """When (console clock) the newest decode line was written, as far as the log's stamps tell: the gen
+    throughput's time."""
+    batch_at: float | None = None
+    """The same for the newest batch line of either kind (running and queued come from it)."""
 
     def __post_init__(self) -> None:
         self.attach_log(self.log)
@@ -174,6 +185,41 @@ class ServerState:
     @property
     def gen_throughput(self) -> float | None:
         return self.log.gen_throughput if self.alive else None
+
+    def throughput_age(self, now: float) -> float | None:
+        """Seconds since the newest decode line was written; None before the first."""
+        return None if self.decode_at is None else max(0.0, now - self.decode_at)
+
+    def batch_age(self, now: float) -> float | None:
+        return None if self.batch_at is None else max(0.0, now - self.batch_at)
+
+    def decode_idle(self, now: float, watching: bool = True) -> bool:
+        """Alive, its log read (`watching`: the host up, the tail working) and no decode line for DECODE_IDLE_S:
+        nothing is running. A log not being read says nothing about now, so its figure stays, with its age."""
+        age = self.throughput_age(now)
+        return self.alive and watching and not self.log_error and age is not None and age > DECODE_IDLE_S
+
+    def live_throughput(self, now: float, watching: bool = True) -> float | None:
+        """tok/s now: the newest decode line's figure, or 0.0 once decode-idle; None when ended or never seen."""
+        tp = self.gen_throughput
+        return 0.0 if tp is not None and self.decode_idle(now, watching) else tp
+
+    def live_running(self, now: float, watching: bool = True) -> int | None:
+        """Requests running now: the newest batch line's count, or 0 once decode-idle."""
+        return 0 if self.log.running is not None and self.decode_idle(now, watching) else self.log.running
+
+    def note_batches(self, at: float, clock: float | None, decodes: bool, batches: bool) -> None:
+        """Date the newest batch lines a feed brought: `at` less how much older their stamp is than the host's
+        `clock` (or, unknown, than the newest line's stamp: a backlog read at once is not all new)."""
+        st, ref = self.log.parser.stats, clock if clock is not None else self.log.parser.ts
+
+        def when(ts: float | None) -> float:
+            return at - max(0.0, ref - ts) if ref is not None and ts is not None else at
+
+        if decodes:
+            self.decode_at = when(st.last_decode_ts)
+        if batches:
+            self.batch_at = when(st.last_batch_ts)
 
 
 def crash_notice(s: ServerState, at: float) -> Notice:
@@ -377,6 +423,7 @@ class FleetState:
         s.alive, s.ended_at, s.exit_status, s.signal = True, None, None, None
         s.attach_log(LogModel())
         s.log_offset, s.log_resync = 0, True
+        s.decode_at = s.batch_at = None
         s.throughput_history.clear()
         s.told.discard("crashed")
         return [
@@ -412,8 +459,10 @@ class FleetState:
             s.log.note_gap(ev.offset - s.log_offset)
         s.log_offset = max(s.log_offset, ev.offset) + len(data)
         s.log_error = None
-        before = s.log.phase
+        before, batches = s.log.phase, s.log.batch_lines
         s.log.feed(data)
+        if s.log.batch_lines != batches:
+            s.note_batches(ev.at, ev.clock, s.log.stats_changed, True)
         after = s.log.phase
         tp = s.log.gen_throughput
         if tp is not None and s.log.stats_changed:
@@ -518,6 +567,7 @@ class FleetState:
                 server=ev.server,
                 host=s.meta.host if s is not None else None,
                 kind=NoticeKind.ACTION,
+                step=ev.action,
             )
         ]
 

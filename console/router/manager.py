@@ -225,11 +225,13 @@ class RouterManager:
         if not ch:
             return ch
         api = await self.api(name)
-        notes = []
+        notes, removed = [], set()
         for w in ch.remove:
             ok, msg = await api.remove_worker(w.id)
             pending.pop(w.url, None)
             notes.append(f"removed {w.url}" if ok else f"could not remove {w.url}: {msg}")
+            if ok:
+                removed.add(w.url)
             self.ctl.journal.event("router-remove-worker", host=v.host, ok=ok, message=f"{name}: {w.url} {msg}")
         for u in ch.add:
             ok, msg = await api.add_worker(u)
@@ -237,7 +239,7 @@ class RouterManager:
                 pending[u] = now
             notes.append(f"added {u}" if ok else f"could not add {u}: {msg}")
             self.ctl.journal.event("router-add-worker", host=v.host, ok=ok, message=f"{name}: {u} {msg}")
-        self._set(replace(self.views[name], last_change="; ".join(notes)))
+        self._set(self.views[name].after_change("; ".join(notes), removed))
         return ch
 
     async def watch(self, every: float = 1.0) -> None:

@@ -46,6 +46,11 @@ class RouterView:
             per = {u: max(0.0, (v - self.counters.per_worker.get(u, 0.0)) / dt) for u, v in c.per_worker.items()}
         return replace(self, counters=c, counters_at=at, rps=rps, worker_rps=per)
 
+    def after_change(self, note: str, removed: set[str]) -> RouterView:
+        """The view after a sync: its note, and the workers it removed gone from the list (the band never counts
+        `4/4 workers healthy` beside `removed http://...`; the next /workers read confirms it)."""
+        return replace(self, last_change=note, workers=tuple(w for w in self.workers if w.url not in removed))
+
     @property
     def healthy_workers(self) -> int:
         return sum(w.healthy for w in self.workers)

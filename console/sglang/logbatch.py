@@ -32,7 +32,7 @@ class BatchStats:
 
     def decode(self, msg: str, ts: float | None) -> None:
         self.stats.decode_lines += 1
-        self.stats.last_batch_ts = ts
+        self.stats.last_batch_ts = self.stats.last_decode_ts = ts
         self._decode = self._last = msg
         i = msg.find(_GEN)
         t = None

@@ -100,6 +100,8 @@ class Stats:
     retracted_reqs: int = 0
     health_check_failures: int = 0
     last_batch_ts: float | None = None
+    last_decode_ts: float | None = None
+    """The newest decode line's log timestamp (the gen throughput's)."""
     extra: dict[str, str] = field(default_factory=dict)
     """All pairs of the latest decode line, as printed."""
 

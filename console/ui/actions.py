@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.text import Text
 
-from console.fleet.events import Notice
+from console.fleet.events import Notice, NoticeKind
 from console.remote_text import for_terminal
 from console.ui.messages import ActionDone
 
@@ -30,6 +30,7 @@ class ActionHost(Protocol):
     api: FleetApi | None
     backend: ChatBackend
     activity: deque[Notice]
+    acting: set[str]
     last_probe: ProbeReport | None
     last_probe_line: str
 
@@ -69,6 +70,10 @@ class ActionHost(Protocol):
     def confirm(self, question: Text, then: Callable[[], Any]) -> None: ...
 
 
+TOLD_BY_OUTCOME = frozenset({"launch", "stop", "stopped"})
+"""Steps of an action whose outcome line (ActionDone) says the same: while this console runs the action they go
+to neither the activity panel nor a toast, so a stop is logged once (a SIGKILL, a crash are still told)."""
+
 MUTATING = frozenset({"launch", "relaunch", "stop", "reconnect", "crash", "drafter", "bench"})
 """Actions --read-only hides from footer and palette and refuses if invoked anyway."""
 
@@ -87,10 +92,13 @@ class ActionsMixin:
         """Runs one action in a named worker and reports it as ActionDone + toast."""
 
         async def job() -> None:
+            self.acting.add(target)
             try:
                 ok, message = await fn()
             except Exception as e:
                 ok, message = False, f"{type(e).__name__}: {e}"
+            finally:
+                self.acting.discard(target)
             self.post_message(ActionDone(action, target, ok, message))
 
         self.run_worker(
@@ -101,6 +109,15 @@ class ActionsMixin:
             exit_on_error=False,
             description=f"{action} {target}",
         )
+
+    def told_by_outcome(self: ActionHost, n: Notice) -> bool:
+        """A step of an action this console is running on the notice's server (a launch's target is the preset
+        its replicas are named after), which the action's one outcome line will say."""
+        if n.server is None or not (
+            n.kind is NoticeKind.STOPPED or (n.kind is NoticeKind.ACTION and n.step in TOLD_BY_OUTCOME)
+        ):
+            return False
+        return n.server in self.acting or n.server.split("@", 1)[0] in self.acting
 
     def on_action_done(self: ActionHost, msg: ActionDone) -> None:
         sev: SeverityLevel = "information" if msg.ok else "error"
@@ -119,13 +136,14 @@ class ActionsMixin:
         )
 
     # -- the verbs ---------------------------------------------------------------------------
-    def start_launch(self: ActionHost, preset: str, gpus: list[int] | None) -> None:
+    def start_launch(self: ActionHost, preset: str, gpus: list[int] | None, stamp: str | None = None) -> None:
+        """`stamp`: the confirmed preview's, so the launch runs the commands it showed (the same log names)."""
         if self.refuse_if_read_only("launch") or self.api is None:
             return
         api = self.api
 
         async def go() -> tuple[bool, str]:
-            out = await api.launch(preset, gpus)
+            out = await api.launch(preset, gpus, stamp=stamp)
             return out.ok, out.message
 
         self._run("launch", preset, go)

@@ -109,6 +109,8 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         self._dirty_hosts: set[str] | None = None
         """Hosts that events touched since the last sync; None: all of them."""
         self.activity: deque[Notice] = deque(maxlen=200)
+        self.acting: set[str] = set()
+        """Targets of the actions running now (ActionsMixin._run): their steps wait for the outcome line."""
         """Every notice toasted, for the fleet screen's activity panel."""
         loaded = load_themes()
         self.theme_problems = loaded.problems
@@ -227,7 +229,10 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
                 self.toast(ready_notice(s, self.now()))
 
     def toast(self, n: Notice) -> None:
-        """Toast (and bell on errors); notices about external servers go to the activity panel only."""
+        """Toast (and bell on errors); notices about external servers go to the activity panel only; a step of an
+        action in flight here waits for the action's own outcome line (told_by_outcome)."""
+        if self.told_by_outcome(n):
+            return
         self.activity.append(n)
         srv = self.state.servers.get(n.server or "")
         if srv is not None and not srv.meta.managed:
@@ -364,8 +369,18 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         self.push_screen(key)
 
     def open_chat(self, name: str | None) -> None:
+        """Chat with `name`; one that has ended cannot answer, so it is said, not swapped for another server."""
         from console.ui.screens.chat import ChatScreen
 
+        srv = self.state.servers.get(name or "")
+        if srv is not None and srv.phase.terminal:
+            self.notify(
+                f"cannot chat with {name}: it has {srv.phase.value} (nothing answers). r relaunches it; "
+                "c on a running server's pane chats with that one",
+                severity="warning",
+                markup=False,
+            )
+            return
         self.push_screen(ChatScreen(name))
 
     def open_launch(self, host: str | None, gpus: list[int], marked: bool = False) -> None:

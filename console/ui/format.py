@@ -152,10 +152,16 @@ def server_counts(phases: Iterable[str]) -> str:
     return " · ".join(parts) or "no servers"
 
 
+def exiting_words(phase: str) -> str:
+    """One state for a log that says it ended while its process has not: `crashed, ranks exiting`, `stopping…`."""
+    return "crashed, ranks exiting" if phase == "crashed" else "stopping…"
+
+
 def end_words(phase: str, alive: bool, ended_at: float | None, now: float) -> str:
-    """`stopped 3 min ago`, `crashed 14 s ago`, or `crashed · process still running` (a log that says so)."""
+    """`stopped 3 min ago`, `crashed 14 s ago`, or, the process still there, `crashed, ranks exiting` /
+    `stopping…` (never an end beside "still running")."""
     if alive:
-        return f"{phase} · process still running"
+        return exiting_words(phase)
     return f"{phase} {age(max(0.0, now - ended_at))} ago" if ended_at is not None else phase
 
 

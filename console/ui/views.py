@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from console.fleet.specstate import FIGURE_STALE_S, SHORT, SpecStatus, spec_line, spec_status
-from console.fleet.state import FleetState, GpuPoint, GpuState, HostState, ServerState
+from console.fleet.state import STALE_S, FleetState, GpuPoint, GpuState, HostState, ServerState
 from console.sglang.phase import STARTING_PHASES, Phase
 from console.sglang.specdec import percentile
 from console.ui import format as fmt
@@ -163,10 +163,12 @@ def server_label(server: ServerState) -> str:
     return f"{who}{port}{tp}"
 
 
-def load_text(server: ServerState, queue: str = "queue") -> str:
-    """`run 3 · queue 0 · KV 42%`: the one spelling of a live server's load (pane and server screen)."""
+def load_text(server: ServerState, queue: str = "queue", now: float | None = None, watching: bool = True) -> str:
+    """`run 3 · queue 0 · KV 42%`: the one spelling of a live server's load (pane and server screen); with `now`,
+    a decode-idle server runs 0 (ServerState.live_running)."""
     log = server.log
-    run = "—" if log.running is None else str(log.running)
+    running = log.running if now is None else server.live_running(now, watching)
+    run = "—" if running is None else str(running)
     q = "—" if log.queued is None else str(log.queued)
     kv = "—" if log.token_usage is None else f"{log.token_usage * 100:.0f}%"
     return f"run {run} · {queue} {q} · KV {kv}"
@@ -177,8 +179,11 @@ def temp_tone(t: int | None) -> str:
 
 
 # -- servers ------------------------------------------------------------------------------------
-def server_view(srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: int | None = None) -> ServerView:
-    """`tail`: log lines to carry; `points`: the newest throughput points to carry (None: all)."""
+def server_view(
+    srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: int | None = None, watching: bool = True
+) -> ServerView:
+    """`tail`: log lines to carry; `points`: the newest throughput points to carry (None: all); `watching`: its
+    host is up, so a log with no decode line for a while means nothing runs (ServerState.decode_idle)."""
     phase = srv.phase
     tone = phase_tone(phase)
     ended = phase.terminal
@@ -203,14 +208,17 @@ def server_view(srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: i
             srv.log.crash_in_log or "", "enter: its log"
         )
         detail.append(((f"{at} · r: relaunch", "dim"),))
+    elif srv.stopping:  # a stop was sent and the process drains: not `serving` any more, not yet stopped
+        status = ((f"■ {fmt.exiting_words(Phase.STOPPED)}", f"bold {phase_tone(Phase.STOPPED)}"),)
     else:
-        icon = "●" if phase.up else "◐"
-        spans: list[Span] = [(f"{icon} {word}", f"bold {tone}")]
+        warm = warming_up(srv)
+        icon = "●" if phase.up and not warm else "◐"
+        spans: list[Span] = [(f"{icon} {WARMING if warm else word}", f"bold {'starting' if warm else tone}")]
         prog = progress_text(srv)
         if prog:
             spans.append((f" {prog}", ""))
             progress = progress_fraction(srv)
-        elif phase.up and srv.health is not None and srv.health != "ok":
+        elif phase.up and srv.health not in (None, "ok", "warming"):
             spans.append((f" (health {fmt.clean(srv.health)})", "starting"))
         status = tuple(spans)
         if phase.starting:
@@ -227,9 +235,9 @@ def server_view(srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: i
         progress=progress,
         ended=ended,
         gpus=tuple(srv.meta.gpus),
-        load="" if ended else load_text(srv),
-        load_short="" if ended else load_text(srv, "q"),
-        tok_s=_tok_text(srv),
+        load="" if ended else load_text(srv, now=now, watching=watching),
+        load_short="" if ended else load_text(srv, "q", now, watching),
+        tok_s=_tok_text(srv, now, watching),
         tok_series=_tok_series(srv, points),
         detail=tuple(detail),
         log_tail=tuple(fmt.clean(x)[-400:] for x in _tail(srv.log.lines, tail)) if tail > 0 else (),
@@ -257,19 +265,36 @@ def _spec_fields(
     return tuple(spans), series
 
 
+WARMING = "warming up"
+"""The one state of a server whose log said ready while /health still answers 503 (not `ready (health warming)`)."""
+
+
+def warming_up(srv: ServerState) -> bool:
+    return srv.phase.up and srv.health == "warming"
+
+
 def _tail(lines: Iterable[str], n: int) -> list[str]:
     """The last `n` of a deque (or list) without copying the 20,000 lines before them."""
     return list(islice(reversed(lines), n))[::-1]  # type: ignore[call-overload]
 
 
-def _tok_text(srv: ServerState) -> str:
-    tp = srv.gen_throughput
+def _tok_text(srv: ServerState, now: float, watching: bool = True) -> str:
+    tp = srv.live_throughput(now, watching)
     if not srv.meta.managed and tp is None:
         pid = f" pid {srv.meta.pid}" if srv.meta.pid else ""
         return f"external: not started here{pid}"
     if tp is None and not srv.throughput_history:
         return "idle: no decode batches yet"
-    return f"{fmt.rate(tp)} tok/s"
+    return f"{fmt.rate(tp)} tok/s{tok_age(srv, now, watching)}"
+
+
+def tok_age(srv: ServerState, now: float, watching: bool = True) -> str:
+    """` (42 s ago)` beside a tok/s figure older than the stale limit; nothing for a current one or a decode-idle
+    server's 0 (that zero is now)."""
+    age = srv.throughput_age(now)
+    if age is None or age <= STALE_S or srv.decode_idle(now, watching) or not srv.alive:
+        return ""
+    return f" ({fmt.age(age)} ago)"
 
 
 def _tok_series(srv: ServerState, points: int | None = None) -> Series | None:
@@ -314,7 +339,7 @@ def pane_view(
     sv = None
     if srv is not None:
         if lead:
-            sv = server_view(srv, now, tail=tail, points=points)
+            sv = server_view(srv, now, tail=tail, points=points, watching=h.conn == "up")
         else:
             first = min(srv.meta.gpus)
             group_of = (
@@ -490,9 +515,9 @@ TIMELINE = STARTING_PHASES
 """The startup phases the server screen times, against the previous launch's."""
 
 
-def server_page(srv: ServerState, now: float) -> ServerPage:
+def server_page(srv: ServerState, now: float, *, watching: bool = True) -> ServerPage:
     m, log = srv.meta, srv.log
-    v = server_view(srv, now)
+    v = server_view(srv, now, watching=watching)
     crumbs: tuple[Span, ...] = (
         ("fleet", "dim"),
         (" › ", "dim"),
@@ -508,25 +533,27 @@ def server_page(srv: ServerState, now: float) -> ServerPage:
             f"ran {fmt.age(max(0.0, srv.ended_at - m.started_at))}" if srv.ended_at is not None and m.started_at else ""
         )
         when = (
-            "process still running"
-            if srv.alive
-            else f"ended {fmt.age(max(0.0, now - srv.ended_at))} ago"
-            if srv.ended_at is not None
-            else ""
+            f"ended {fmt.age(max(0.0, now - srv.ended_at))} ago" if srv.ended_at is not None and not srv.alive else ""
         )
         last = fmt.last_figures(log.gen_throughput, log.running, log.queued, log.token_usage)
+        word = fmt.exiting_words(v.phase) if srv.alive else fmt.PHASE_WORDS.get(v.phase, v.phase)
         state = [
-            (fmt.PHASE_WORDS.get(v.phase, v.phase), f"bold {v.tone}"),
+            (word, f"bold {v.tone}"),
             *((f" · {x}", "") for x in (when, how, ran, last) if x),
         ]
     else:
         up = f"up {fmt.age(max(0.0, now - m.started_at))}" if m.started_at else "up ?"
         prog = progress_text(srv)
         state = [
-            (fmt.PHASE_WORDS.get(v.phase, v.phase), f"bold {v.tone}"),
+            (fmt.exiting_words(Phase.STOPPED), "bold stopped")
+            if srv.stopping
+            else (WARMING, "bold starting")
+            if warming_up(srv)
+            else (fmt.PHASE_WORDS.get(v.phase, v.phase), f"bold {v.tone}"),
             (f" {prog}" if prog else "", ""),
             (
-                f" · health {fmt.clean(srv.health or '—')} · {up} · {fmt.rate(srv.gen_throughput)} tok/s · "
+                f" · health {fmt.clean(srv.health or '—')} · {up} · {fmt.rate(srv.live_throughput(now, watching))} tok/s"
+                f"{tok_age(srv, now, watching)} · "
                 f"{v.load}{f' · VRAM {fmt.gib(srv.memory_mib)} GiB' if srv.memory_mib else ''}",
                 "",
             ),

@@ -132,3 +132,23 @@ async def test_restart_of_a_replanned_replica_keeps_its_port(sim_ssh, controller
     assert s.alive and s.meta.port == 30000 and list(s.meta.gpus) == [1]
     assert (await ctl.wait_ready(name, 30)).ok
     assert (await ctl.stop_server(name)).ok
+
+
+async def test_a_launch_given_its_previews_stamp_writes_the_log_the_preview_named(sim_ssh, controller_factory):
+    """The launch preview shows "the exact command": launched with the preview's stamp, the server's log file is
+    the one in the previewed command (a launch re-plans under the host lock, and a fresh stamp named another)."""
+    h = sim_ssh("gpuhost")
+    fleet = make_fleet(h.section() + preset_toml("small", h, [0], 30000, args=["--mem-fraction-static", "0.5"]))
+    ctl = controller_factory(fleet)
+    await ctl.start()
+    assert await ctl.wait_hosts(10)
+    await wait_for(lambda: ctl.state.hosts["gpuhost"].gpus)
+    pv = await ctl.preview("small")
+    (plan,) = pv.plans
+    await asyncio.sleep(0.01)  # a later stamp, were one made
+    out = await ctl.launch("small", stamp=pv.stamp)
+    assert out.ok, out.message
+    assert ctl.state.servers[out.servers[0]].meta.log_path == plan.log_path
+    assert plan.log_path.rsplit("/", 1)[1] in plan.command
+    await ctl.stop_server(out.servers[0])
+    await ctl.close()

@@ -156,7 +156,7 @@ def test_a_log_read_as_head_and_tail_keeps_the_phase_and_the_newest_figures() ->
         1.0,
     )
     st = apply(events)
-    (s,) = status_doc(st)["servers"]
+    (s,) = status_doc(st, now=1.0)["servers"]
     assert s["phase"] == "serving" and s["gen_throughput"] == 1635.1
     assert st.servers["p@h200:gpu0"].log.gaps == 1
 

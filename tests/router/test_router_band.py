@@ -188,3 +188,21 @@ async def test_a_focused_band_looks_focused_in_every_theme(monkeypatch: pytest.M
     finally:
         await rig.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_removed_worker_leaves_the_count_the_band_shows_beside_its_removal():
+    urls = [f"http://127.0.0.1:3100{i}" for i in range(4)]
+    v = RouterView(
+        "lb",
+        "bw",
+        31080,
+        "round_robin",
+        phase="running",
+        workers=tuple(RouterWorker(str(i), u, True, 0) for i, u in enumerate(urls)),
+    )
+    after = v.after_change(f"removed {urls[0]}", {urls[0]})
+    rows = [(w.url, None, w.healthy, "load 0", None) for w in after.workers]
+    head, body = band_parts(after, rows, [], 0.0)
+    assert "3/3 workers healthy" in _text(head) and _text(body).endswith(f"removed {urls[0]}")
+    assert after.last_change == f"removed {urls[0]}" and urls[0] not in {w.url for w in after.workers}
+    assert v.after_change(f"could not remove {urls[1]}: 500", set()).workers == v.workers

@@ -283,8 +283,14 @@ class FakeApi:
     async def close(self) -> None:
         self.calls.append(("close", None))
 
+    def _stamp(self) -> str:
+        """A new stamp per plan made, as the controller's clock gives one (the first is 20261201-140000)."""
+        self.stamps_made = getattr(self, "stamps_made", 0) + 1
+        return f"20261201-1400{self.stamps_made - 1:02d}"
+
     async def preview(self, preset: str, gpus: list[int] | None = None) -> LaunchPreview:
-        plans = plan_launch(self.fleet, preset, "20261201-140000", gpus)
+        stamp = self._stamp()
+        plans = plan_launch(self.fleet, preset, stamp, gpus)
         findings = (
             [
                 Finding(
@@ -303,11 +309,13 @@ class FakeApi:
             PreCheck("gpu-free", busy is None, "GPUs free" if busy is None else f"GPU held by {busy.name}"),
             PreCheck("model", True, "model path exists"),
         ]
-        return LaunchPreview(preset, plans, findings, checks)
+        return LaunchPreview(preset, plans, findings, checks, stamp)
 
-    async def launch(self, preset: str, gpus: list[int] | None = None, *, wait: bool = False) -> ActionOutcome:
+    async def launch(
+        self, preset: str, gpus: list[int] | None = None, *, wait: bool = False, stamp: str | None = None
+    ) -> ActionOutcome:
         self.calls.append(("launch", (preset, gpus)))
-        plan = plan_launch(self.fleet, preset, "20261201-140000", gpus)[0]
+        plan = plan_launch(self.fleet, preset, stamp or self._stamp(), gpus)[0]
         r = plan.replica
         m = ServerMeta(
             name=r.name,
@@ -334,8 +342,12 @@ class FakeApi:
         self.calls.append(("stop", name))
         from console.fleet.events import ServerAction
 
-        self.emit(ServerAction(name, NOW, "stop", True), ServerGone(name, NOW, exit_status=0))
-        return ActionOutcome(True, f"stopped {name}", [name])
+        self.emit(  # the controller's steps (console.fleet.actions.stop)
+            ServerAction(name, NOW, "stop", True, "SIGTERM to session 7000"),
+            ServerGone(name, NOW, exit_status=0),
+            ServerAction(name, NOW, "stopped", True, "GPUs released"),
+        )
+        return ActionOutcome(True, f"stopped {name}; GPUs released", [name])
 
     async def restart(self, name: str) -> ActionOutcome:
         self.calls.append(("restart", name))

@@ -226,8 +226,13 @@ async def test_chat_curl_hides_key_and_history(make_app, monkeypatch) -> None:  
         assert backend.requests[0][2] == "sk-secret-123"  # sent to the server
         await pilot.press("ctrl+y")
         await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("c")  # the dialog's copy
+        await pilot.pause()
         assert copied and "$DFC_TEST_KEY" in copied[0] and "sk-secret-123" not in copied[0]
         assert "/v1/chat/completions" in copied[0] and "enable_thinking" in copied[0]
+        await pilot.press("escape")
+        await pilot.pause()
         assert "sk-secret-123" not in app.screen.query_one(Turn).answer
         await pilot.press("up")
         assert app.screen.query_one("#prompt").value == "hello"

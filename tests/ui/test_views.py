@@ -32,7 +32,7 @@ def test_an_unchanged_fleet_gives_an_equal_view_and_a_new_batch_line_a_different
 
     def feed(text: str) -> None:
         nonlocal off
-        st.apply(LogData(m.name, 2.0, m.log_path or "", off, text.encode()))
+        st.apply(LogData(m.name, NOW, m.log_path or "", off, text.encode()))
         off += len(text.encode())
 
     feed("".join(line + "\n" for line in SERVING_LOG))

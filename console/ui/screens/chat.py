@@ -89,14 +89,16 @@ class ChatScreen(Screen):
 
     BINDINGS = [
         Binding("escape", "back", "Back", id="chat-back"),
-        Binding("y", "copy_curl", "Copy curl", id="chat-curl", tooltip="Copy the equivalent curl command."),
+        Binding(
+            "y", "copy_curl", "Curl", id="chat-curl", tooltip="Show the equivalent curl command (copy from there)."
+        ),
         Binding(
             "ctrl+y",
             "copy_curl",
-            "Copy curl",
+            "Curl",
             id="chat-curl-typing",
             show=False,
-            tooltip="Copy the curl command while typing a prompt.",
+            tooltip="Show the curl command while typing a prompt (copy from there).",
         ),
         Binding("ctrl+l", "clear", "Clear", id="chat-clear", tooltip="Start a new conversation."),
     ]
@@ -133,16 +135,18 @@ class ChatScreen(Screen):
     def compose(self) -> ComposeResult:
         choices = self._choices()
         names = [v for _, v in choices]
-        if self.server_name not in names:
+        if self.server_name is None:
             self.server_name = names[0] if names else None
+        elif self.server_name not in names:  # asked for one that cannot chat: ask which, never another silently
+            self.server_name = None
         with Horizontal(id="bar"):
             yield Label("fleet › chat ›", id="crumbs")  # where this screen sits; esc goes back to the fleet
             yield Select(
                 choices,
-                value=self.server_name if self.server_name else Select.BLANK,
+                value=self.server_name if self.server_name else Select.NULL,
                 id="server",
                 prompt="server",
-                allow_blank=not names,
+                allow_blank=not names or self.server_name is None,  # blank: asks which
             )
             yield Label("max tokens")
             yield Input("512", type="integer", id="max-tokens")
@@ -185,7 +189,11 @@ class ChatScreen(Screen):
         if not text:
             return
         if self.server_name is None:
-            self.notify("no running server to chat with", severity="warning", markup=False)
+            self.notify(
+                "pick a server to chat with (above)" if self._choices() else "no running server to chat with",
+                severity="warning",
+                markup=False,
+            )
             return
         box.remember(text)
         box.value = ""
@@ -212,6 +220,7 @@ class ChatScreen(Screen):
                 if d.kind in ("reasoning", "content") and d.text:
                     if ttft is None:
                         ttft = time.monotonic() - t0
+                        turn.stats(f"streaming… first token after {ttft * 1000:.0f} ms")  # no longer waiting
                     turn.add(d.kind, d.text)
                     self.query_one("#transcript", VerticalScroll).scroll_end(animate=False)
                 elif d.kind == "finish":
@@ -246,8 +255,9 @@ class ChatScreen(Screen):
         url = await app.api.server_url(name)
         cmd = app.backend.curl(url, req, app.api.api_key_env(name))
         self.last_curl = cmd
-        app.copy_to_clipboard(cmd)
-        self.notify("copied the curl command (the API key stays in $VAR)", markup=False, timeout=3)
+        from console.ui.screens.dialogs import TextScreen
+
+        self.app.push_screen(TextScreen(f"curl for {name} (the API key stays in $VAR)", cmd, app.copy_to_clipboard))
 
     def action_clear(self) -> None:
         self.messages = []

@@ -1,13 +1,16 @@
-"""Small modal dialogs: a confirmation before anything that stops or replaces a server, Cancel by default."""
+"""Small modal dialogs: a confirmation before anything that stops or replaces a server, Cancel by default; a
+command shown to read, select or copy."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Static, TextArea
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -61,3 +64,57 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class TextScreen(ModalScreen[None]):
+    """Shows a command (a curl line) to read and select, with copying as one option: a terminal's clipboard
+    escape (OSC 52) reaches no buffer under a tmux without `set-clipboard on`, so the text is always on screen."""
+
+    BINDINGS = [
+        Binding("c", "copy", "Copy", id="text-copy", tooltip="Copy to the terminal's clipboard (OSC 52)."),
+        Binding("escape,q", "close", "Close", id="text-close", tooltip="Close."),
+    ]
+    DEFAULT_CSS = """
+    TextScreen .dialog { max-width: 110; height: auto; }
+    TextScreen TextArea { height: auto; max-height: 16; }
+    TextScreen #buttons { height: auto; margin-top: 1; }
+    TextScreen Button { margin-right: 2; }
+    """
+
+    def __init__(self, title: str, text: str, copy: Callable[[str], None]) -> None:
+        super().__init__()
+        self.title_text, self.text, self._copy = title, text, copy
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(self.title_text, classes="dialog-title", markup=False)
+            yield TextArea(self.text, read_only=True, soft_wrap=True, show_line_numbers=False, id="text")
+            with Horizontal(id="buttons"):
+                yield Button("Copy", id="copy", variant="primary")
+                yield Button("Close", id="close")
+            yield Static(
+                "select the text with the mouse, or c: copy (OSC 52; under tmux it needs set-clipboard on)"
+                "    esc: close",
+                classes="keys",
+                markup=False,
+                id="note",
+            )
+
+    def on_mount(self) -> None:
+        self.query_one("#copy", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "copy":
+            self.action_copy()
+        else:
+            self.dismiss(None)
+
+    def action_copy(self) -> None:
+        self._copy(self.text)
+        self.query_one("#note", Static).update(
+            "sent to the terminal's clipboard (OSC 52): if pasting gives nothing, select the text above    esc: close"
+        )
+
+    def action_close(self) -> None:
+        self.dismiss(None)

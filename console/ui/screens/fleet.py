@@ -386,6 +386,17 @@ class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         others = {m for m in self.marks if m[0] != pane.host}
         self.marks -= others  # marks are one host's GPUs: a launch goes to one host
         self.marks ^= {key}
+        self._show_marks()
+
+    def clear_marks(self) -> bool:
+        """A launch used the marks: they go, so the next `l` targets the cursor, not the GPUs just launched on.
+        True when there were any."""
+        had = bool(self.marks)
+        self.marks = set()
+        self._show_marks()
+        return had
+
+    def _show_marks(self) -> None:
         for band in self._bands.values():
             band.marked = {g for h, g in self.marks if h == band.host}
             for p in band.panes():

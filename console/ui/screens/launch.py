@@ -223,8 +223,15 @@ class LaunchScreen(ModalScreen[None]):
             self.notify("blocked: " + "; ".join(blocking_reasons(self.preview)), severity="error", markup=False)
             return
         preset = console_app(self).fleet.presets[self.chosen]
-        console_app(self).start_launch(self.chosen, launch_gpus(preset, self.gpus, self.marked))
+        from console.ui.screens.fleet import FleetScreen
+
+        console_app(self).start_launch(
+            self.chosen, launch_gpus(preset, self.gpus, self.marked), self.preview.stamp or None
+        )
+        fleet = next((s for s in self.app.screen_stack if isinstance(s, FleetScreen)), None)
         self.dismiss(None)
+        if self.marked and fleet is not None and fleet.clear_marks():
+            self.app.notify(f"marks cleared: launching {self.chosen} on them", title="launch", markup=False)
 
     def action_back(self) -> None:
         if self.has_class("-preview"):

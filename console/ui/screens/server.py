@@ -258,7 +258,9 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         if srv is None:
             self.query_one("#head", Static).update(Content(f"{self.server_name}: gone"))
             return
-        page = server_page(srv, console_app(self).now())
+        app = console_app(self)
+        host = app.state.hosts.get(srv.meta.host)
+        page = server_page(srv, app.now(), watching=host is None or host.conn == "up")
         old, self.page = self.page, page
         if page != old:
             self._draw(page, old)
