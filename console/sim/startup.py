@@ -18,7 +18,7 @@ from pathlib import Path
 
 from console.sim import logs, memory
 from console.sim.args import ServerArgs, is_hybrid
-from console.sim.hostdir import REPO_ROOT
+from console.sim.hostdir import CODE_PATH
 from console.sim.nvsmi import RESERVED_MIB
 from console.sim.spec import SimHostSpec
 from console.sim.state import gpu_totals
@@ -55,7 +55,8 @@ class Ranks:
 
     def __init__(self, host_dir: Path, tp: int, gpus: list[int], name: str) -> None:
         self.gpus = gpus
-        env = {**os.environ, "PYTHONPATH": f"{REPO_ROOT}:{os.environ.get('PYTHONPATH', '')}".rstrip(":")}
+        path = [*CODE_PATH, *filter(None, os.environ.get("PYTHONPATH", "").split(":"))]
+        env = {**os.environ, "PYTHONPATH": ":".join(path)} if path else dict(os.environ)
         # argv[0] is the title SGLang's schedulers set (setproctitle): ps and nvidia-smi show it.
         self.procs = [
             subprocess.Popen(
