@@ -33,8 +33,11 @@ def code_path(package_parent: Path, site_dirs: list[str]) -> list[str]:
     return [] if package_parent.resolve() in installed else [str(package_parent)]
 
 
-CODE_PATH = code_path(Path(console.__file__).resolve().parent.parent, site.getsitepackages())
-"""PYTHONPATH entries the sim's processes get so they run the same `console` as the console itself."""
+PACKAGE_PARENT = Path(console.__file__).resolve().parent.parent
+"""The folder that holds the `console` package: a checkout's root, or the site-packages a wheel went into."""
+
+CODE_PATH = code_path(PACKAGE_PARENT, site.getsitepackages())
+"""PYTHONPATH entries the stand-ins get so the console's interpreter runs the same `console` as the console itself."""
 
 _PKG: dict[str, str] = {
     "__init__.py": '"""SGLang (simulated by dflash-console)."""\n\n__version__ = "{version}"\n',

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from console.sim import logs, memory
 from console.sim.args import ServerArgs, is_hybrid
-from console.sim.hostdir import CODE_PATH
+from console.sim.hostdir import PACKAGE_PARENT
 from console.sim.nvsmi import RESERVED_MIB
 from console.sim.spec import SimHostSpec
 from console.sim.state import gpu_totals
@@ -55,8 +55,10 @@ class Ranks:
 
     def __init__(self, host_dir: Path, tp: int, gpus: list[int], name: str) -> None:
         self.gpus = gpus
-        path = [*CODE_PATH, *filter(None, os.environ.get("PYTHONPATH", "").split(":"))]
-        env = {**os.environ, "PYTHONPATH": ":".join(path)} if path else dict(os.environ)
+        # A rank's argv[0] is its title, so its interpreter cannot find the venv it belongs to (Python finds one
+        # from its program name) and starts bare: it gets the folder holding `console` (standard library only).
+        path = [str(PACKAGE_PARENT), *filter(None, os.environ.get("PYTHONPATH", "").split(":"))]
+        env = {**os.environ, "PYTHONPATH": ":".join(path)}
         # argv[0] is the title SGLang's schedulers set (setproctitle): ps and nvidia-smi show it.
         self.procs = [
             subprocess.Popen(
