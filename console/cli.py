@@ -51,7 +51,7 @@ class _VersionAction(argparse.Action):
 def _global_options(ap: argparse.ArgumentParser, suppress: bool) -> None:
     """`--hosts`, `--read-only`, `--theme`: on the main parser, and again on each subcommand so they may
     follow it; there the default is SUPPRESS so an option given before the command is kept."""
-    d: dict = {"default": argparse.SUPPRESS} if suppress else {}
+    d: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress else {}
     ap.add_argument(
         "--hosts", metavar="PATH", **d, help="hosts.toml to use (default: ./hosts.toml, then the user config dir)"
     )

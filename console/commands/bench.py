@@ -35,7 +35,7 @@ DEFAULT_LEVELS = "1,32,64,128"
 """The load generator (httpx) is imported only when a bench runs: the CLI imports every command at start."""
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("bench", help="concurrency sweep against one server (tok/s, TTFT, ITL, E2E), saved and compared")
     p.add_argument("name", metavar="NAME", help="server/replica name, preset (its first replica), or http(s) URL")
     p.add_argument("--concurrency", default=DEFAULT_LEVELS, metavar="LIST", help=f"levels (default {DEFAULT_LEVELS})")

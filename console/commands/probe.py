@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
     from console.fleet.controller import FleetController
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("probe", help="health, model info, a short generation with TTFT and tok/s")
     p.add_argument("target", metavar="NAME|URL")
     p.add_argument("--prompt", default="Say hello in one short sentence.")

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("sim", help="the simulated GPU fleet (demo and tests)")
     s = p.add_subparsers(dest="sim_command", metavar="ACTION", required=True)
     up = s.add_parser("up", help="build a sim fleet in DIR and write DIR/hosts.toml (idempotent)")

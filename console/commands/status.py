@@ -15,7 +15,7 @@ import functools
 import json
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the command runs, not for `--help`
     from collections.abc import Callable
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
     from console.router.state import RouterView
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("status", help="hosts, GPUs and servers: phase, tok/s, memory, age of the data")
     p.add_argument(
         "--json", action="store_true", help="print the stable JSON document (schema dflash-console/status/1)"
@@ -41,7 +41,7 @@ def _fmt(v: object, unit: str = "") -> str:
     return "-" if v is None else f"{v}{unit}"
 
 
-def render(doc: dict) -> str:
+def render(doc: dict[str, Any]) -> str:
     out = []
     for h in doc["hosts"]:
         age = f"data {h['age_s']:.1f} s old" if h["age_s"] is not None else "no data yet"
@@ -184,7 +184,7 @@ def run_with_controller(args: argparse.Namespace, fleet: Fleet) -> int:
             if mgr is not None:
                 await mgr.aclose()
 
-    async def loop(ctl: FleetController, mgr: RouterManager | None, router_doc: Callable[..., dict]) -> int:
+    async def loop(ctl: FleetController, mgr: RouterManager | None, router_doc: Callable[..., dict[str, Any]]) -> int:
         while True:
             doc = status_doc(ctl.state)
             if mgr is not None:  # each router's process, /health, /workers and metrics, all at once

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
+from typing import Any
 
 from console import hostjson
 from console.config import Host
@@ -44,7 +45,7 @@ class HostFacts:
     """Listening TCP port -> owning pid (when ss shows it)."""
     ports_known: bool = True
     model_present: bool | None = None
-    model_config: dict | None = None
+    model_config: dict[str, Any] | None = None
     model_config_error: str | None = None
     """config.json is there but nested too deep to read (the lint rules that need it are skipped)."""
     metas: list[ServerMeta] = field(default_factory=list)

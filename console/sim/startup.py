@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from console.sim import logs, memory
 from console.sim.args import ServerArgs, is_hybrid
@@ -73,14 +74,14 @@ class Ranks:
         ]
         self.mem = [0.0] * len(gpus)
 
-    def send(self, cmd: dict, ranks: list[int] | None = None) -> None:
+    def send(self, cmd: dict[str, Any], ranks: list[int] | None = None) -> None:
         idx = range(len(self.procs)) if ranks is None else ranks
         for r in idx:
             self._write(r, cmd)
         for r in idx:
             self._ack(r)
 
-    def _write(self, r: int, cmd: dict) -> None:
+    def _write(self, r: int, cmd: dict[str, Any]) -> None:
         p = self.procs[r]
         try:
             assert p.stdin is not None
@@ -189,7 +190,7 @@ class Startup:
         return res
 
     def _draft_type(self) -> str:
-        arch = (self.a.model_config.get("architectures") or ["Model"])[0]
+        arch = str((self.a.model_config.get("architectures") or ["Model"])[0])
         return arch.replace("ForConditionalGeneration", "ForCausalLMMTP").replace("ForCausalLM", "ForCausalLMEagle")
 
     def init_distributed(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -84,7 +85,7 @@ class Turn(Vertical):
         update_static(self.query_one("#stats", Static), Content(text))
 
 
-class ChatScreen(Screen):
+class ChatScreen(Screen[Any]):
     """Server picker, transcript, knobs (max tokens, temperature, thinking) and the prompt."""
 
     BINDINGS = [
