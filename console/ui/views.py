@@ -8,7 +8,7 @@ where a tone is a semantic colour name (`ready`, `crashed`, `dim`, ...) the widg
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Reversible
+from collections.abc import Reversible
 from dataclasses import dataclass
 from itertools import islice
 
@@ -230,9 +230,9 @@ def server_view(srv: ServerState, now: float, *, tail: int = LOG_TAIL, points: i
     )
 
 
-def _tail(lines: Iterable[str], n: int) -> list[str]:
+def _tail(lines: Reversible[str], n: int) -> list[str]:
     """The last `n` of a deque (or list) without copying the 20,000 lines before them."""
-    return list(islice(reversed(lines), n))[::-1]  # type: ignore[call-overload]
+    return list(islice(reversed(lines), n))[::-1]
 
 
 def _tok_text(srv: ServerState) -> str:

@@ -26,8 +26,8 @@ class PromptInput(Input):
 
     BINDINGS = [Binding("up", "history(-1)", show=False), Binding("down", "history(1)", show=False)]
 
-    def __init__(self, **kw: object) -> None:
-        super().__init__(**kw)  # type: ignore[arg-type]
+    def __init__(self, **kw: Any) -> None:  # Input's keyword arguments
+        super().__init__(**kw)
         self.history: list[str] = []
         self._pos = 0
 
