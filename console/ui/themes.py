@@ -1,4 +1,4 @@
-"""Loads Textual themes from TOML files (the package's built-in themes and the user's themes folder) so colours live in data."""
+"""Loads Textual themes from TOML files (built into the package, or the user's themes folder): colours live in data."""
 
 from __future__ import annotations
 
