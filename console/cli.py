@@ -10,8 +10,9 @@ import argparse
 import importlib
 import os
 import sys
+from typing import Any
 
-from console import __version__
+from console import version
 from console.remote_text import safe_output
 
 COMMANDS = (
@@ -51,16 +52,29 @@ class Parser(argparse.ArgumentParser):
             raise argparse.ArgumentError(action, unknown(kind, str(value), [str(c) for c in action.choices]))
 
 
+class _VersionAction(argparse.Action):
+    """`--version`: the installed package's version, looked up only when asked (see console.version)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"dflash-console {version()}")
+        parser.exit()
+
+
 def _global_options(ap: argparse.ArgumentParser, suppress: bool, theme: bool = True) -> None:
     """`--hosts`, `--read-only` (and `--theme` where a UI opens): on the main parser, and again on each subcommand
     so they may follow it; there the default is SUPPRESS so an option given before the command is kept."""
-    d: dict = {"default": argparse.SUPPRESS} if suppress else {}
+    d: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress else {}
     ap.add_argument(
         "--hosts", metavar="PATH", **d, help="hosts.toml to use (default: ./hosts.toml, then the user config dir)"
     )
     ap.add_argument("--read-only", action="store_true", **d, help="hide and refuse every mutating action")
     if theme:
-        ap.add_argument("--theme", metavar="NAME", **d, help="UI theme (themes/ or the user themes folder)")
+        ap.add_argument(
+            "--theme", metavar="NAME", **d, help="UI theme (a built-in one or one from the user themes folder)"
+        )
 
 
 def build_parser(with_commands: bool = True) -> argparse.ArgumentParser:
@@ -68,7 +82,7 @@ def build_parser(with_commands: bool = True) -> argparse.ArgumentParser:
         prog="dflash-console",
         description="A terminal console for SGLang GPU fleets. Without a command it opens the TUI.",
     )
-    ap.add_argument("--version", action="version", version=f"dflash-console {__version__}")
+    ap.add_argument("--version", action=_VersionAction, help="print the installed version and exit")
     _global_options(ap, suppress=False)
     ap.add_argument("--demo", action="store_true", help="open on a temporary simulated fleet (no real hosts)")
     if not with_commands:  # the TUI: no need to import every subcommand

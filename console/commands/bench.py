@@ -35,7 +35,7 @@ DEFAULT_LEVELS = "1,32,64,128"
 """The load generator (httpx) is imported only when a bench runs: the CLI imports every command at start."""
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("bench", help="concurrency sweep against one server (tok/s, TTFT, ITL, E2E), saved and compared")
     p.add_argument(
         "name", metavar="NAME", help="server name (PRESET@HOST:gpuN), a preset with one server, or an http(s) URL"

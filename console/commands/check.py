@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from console.config import Fleet
     from console.sglang.lint import Finding
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("check", help="validate hosts.toml, lint presets, show the exact remote commands")
     p.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
     p.add_argument(
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if warnings and args.strict else 0
 
 
-def _model_config(fleet, name: str) -> tuple[dict | None, str]:
+def _model_config(fleet: Fleet, name: str) -> tuple[dict[str, Any] | None, str]:
     """The model's config.json when the host is local (remote ones are read by `check --remote`), and why not.
 
     Read depth-limited like any file from a host: a deeply nested one was a RecursionError traceback.

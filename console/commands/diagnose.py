@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 MAX_BYTES = 256 * 1024 * 1024
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("diagnose", help="parse SGLang log files: phase, progress, crash cause and fix hint")
     p.add_argument("logs", nargs="+", metavar="LOG", help="server log file(s); - reads standard input")
     p.add_argument("--json", action="store_true", help="one JSON object per file (an array when several)")

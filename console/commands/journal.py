@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from console.commands.names import unknown
 from console.fleet.journalview import KINDS, grouped_lines, host_of_record, select
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("journal", help="show the command log: remote commands, exit status, duration, lifecycle")
     p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help="last N records (default 50; 0 = all)")
     p.add_argument("--json", action="store_true", help="raw JSONL records")
@@ -28,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _known_hosts(args: argparse.Namespace, recs: list[dict]) -> list[str]:
+def _known_hosts(args: argparse.Namespace, recs: list[dict[str, Any]]) -> list[str]:
     from console.config import ConfigError, load_fleet
 
     names = {h for r in recs if (h := host_of_record(r))}

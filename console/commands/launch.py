@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
     from console.fleet.controller import FleetController
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("launch", help="pre-check and launch a preset (detached; survives the console)")
     p.add_argument("preset", metavar="PRESET", help="a [presets.NAME] of hosts.toml (see `check`)")
     p.add_argument("--gpus", metavar="LIST", help="GPU indices overriding the preset's, e.g. 0,1")

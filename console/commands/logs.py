@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING
 from console.commands.stop import resolve, unknown_host_of
 
 if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the command runs, not for `--help`
+    from console.fleet.changes import Changes
     from console.fleet.controller import FleetController
+    from console.fleet.events import Event
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("logs", help="print a server's log (last N lines), optionally following it")
     p.add_argument("name", metavar="NAME", help="server name, e.g. PRESET@HOST:gpu0, or a preset with one server")
     p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help="last N lines (default 50; 0 = all)")
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         seen = len(data)
         q: asyncio.Queue[bytes] = asyncio.Queue()
 
-        def on_events(events, _notices) -> None:
+        def on_events(events: list[Event], _notices: Changes) -> None:
             nonlocal seen
             for ev in events:
                 if isinstance(ev, LogData) and ev.server == name and ev.path == path:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
 PROMPT = "Say hello in one short sentence."
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("probe", help="health, model info, a short generation with TTFT and tok/s")
     p.add_argument(
         "target",

@@ -15,6 +15,9 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from console.fleet.api import ActionOutcome
     from console.fleet.controller import FleetController
     from console.router.manager import RouterManager
 
@@ -23,7 +26,7 @@ ALIASES = {"start": "up", "stop": "down", "show": "status"}
 """Other words for a verb, accepted as it (the words of the help before the verbs were named)."""
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "router", help="an SGLang router over a preset's replicas: up, down, restart, status, sync, bench or logs"
     )
@@ -115,10 +118,10 @@ def print_view(mgr: RouterManager, name: str) -> None:
 
 async def bench(ctl: FleetController, mgr: RouterManager, name: str, args: argparse.Namespace) -> int:
     """The same sweep against the first serving replica, then through the router: the scaling table."""
-    from console.commands.bench import parse_concurrency
     from console.fleet.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail
     from console.router.scaling import scaling_table
     from console.sglang.bench import BenchSpec, LoadGenerator
+    from console.sglang.benchstats import parse_concurrency
 
     try:
         levels = tuple(parse_concurrency(args.concurrency))
@@ -217,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
                 return EXIT_OK
             if args.verb == "bench":
                 return await bench(ctl, mgr, name, args)
-            verb = {
+            verb: Callable[[], Awaitable[ActionOutcome]] = {
                 "up": lambda: mgr.up(name, wait_s=args.wait),
                 "down": lambda: mgr.down(name),
                 "restart": lambda: mgr.restart(name),

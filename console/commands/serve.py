@@ -15,7 +15,7 @@ LOOPBACK = {"127.0.0.1": "127.0.0.1", "localhost": "localhost", "::1": "[::1]"}
 """Bind addresses only this machine reaches, and how `ssh -L` names each."""
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="serve the console to a browser (127.0.0.1, read-only, token in the URL)")
     p.add_argument(
         "--host",

@@ -21,7 +21,7 @@ CRASH_KINDS = ("cuda-assert", "nccl", "oom", "sigkill", "rank-sigkill")
 """console.sim.control's kinds (the sim is imported when a sim command runs, not for `--help`)."""
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("sim", help="the simulated GPU fleet (demo and tests)")
     s = p.add_subparsers(dest="sim_command", metavar="ACTION", required=True)
     up = s.add_parser("up", help="build a sim fleet in DIR and write DIR/hosts.toml (idempotent)")
@@ -62,7 +62,8 @@ def chosen_ports(root: Path, hosts: list[str]) -> dict[str, int]:
     """Each preset's and router's base port: the ones an earlier `sim up` wrote in this folder (its servers may
     hold them now), else the defaults moved past any port taken on this machine (as the demo does)."""
     from console.config import ConfigError, load_fleet, parse_fleet
-    from console.sim.fleet import PRESET_SPECS, hosts_toml
+    from console.sim.fleet import hosts_toml
+    from console.sim.spec import PRESET_SPECS
     from console.ui.demo import with_free_ports
 
     unknown = [h for h in hosts if h not in PRESET_SPECS]

@@ -15,7 +15,7 @@ import functools
 import json
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the command runs, not for `--help`
     from collections.abc import Callable
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
     from console.router.state import RouterView
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("status", help="hosts, GPUs and servers: phase, tok/s, memory, age of the data")
     p.add_argument(
         "--json", action="store_true", help="print the stable JSON document (schema dflash-console/status/1)"
@@ -66,7 +66,7 @@ def figure(v: float | None, age_s: float | None, idle: bool = False) -> str:
     return f"{v:.1f} ({age_s:.0f} s ago)"
 
 
-def render(doc: dict) -> str:
+def render(doc: dict[str, Any]) -> str:
     """The text picture of a status document: the TUI's words and units (JSON keeps the machine names)."""
     from console.sglang.phase import phase_words
     from console.ui.format import gib, mem_pair, short_gpu_name
@@ -110,7 +110,7 @@ def render(doc: dict) -> str:
     return mask("\n".join(out))
 
 
-def _spec_rows(s: dict) -> list[str]:
+def _spec_rows(s: dict[str, Any]) -> list[str]:
     """`  spec DFLASH block 16 · accept 3.12 rate 0.27 (4 s ago) · draft PATH` and one `  ! ...` per alarm."""
     sp = s.get("spec")
     if not sp:
@@ -237,7 +237,7 @@ def run_with_controller(args: argparse.Namespace, fleet: Fleet) -> int:
             if mgr is not None:
                 await mgr.aclose()
 
-    async def loop(ctl: FleetController, mgr: RouterManager | None, router_doc: Callable[..., dict]) -> int:
+    async def loop(ctl: FleetController, mgr: RouterManager | None, router_doc: Callable[..., dict[str, Any]]) -> int:
         while True:
             doc = status_doc(ctl.state)
             if mgr is not None:  # each router's process, /health, /workers and metrics, all at once

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
     from console.fleet.controller import FleetController
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("stop", help="stop a server (SIGTERM, then SIGKILL) and confirm its GPUs are free")
     p.add_argument("name", metavar="NAME", help="server name, e.g. PRESET@HOST:gpu0, or a preset with one server")
     p.set_defaults(func=lambda a: run(a, "stop"))

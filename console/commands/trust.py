@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # asyncssh is imported when the command runs, not for `--help
 EXIT_TRUSTED, EXIT_DECLINED, EXIT_UNREACHABLE = 0, 1, 3
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("trust", help="fetch a host's SSH key, show its SHA256 fingerprint, and trust it")
     p.add_argument("host", metavar="HOST", help="a [hosts.NAME] table in hosts.toml")
     p.add_argument("--yes", action="store_true", help="trust without asking (for scripts)")

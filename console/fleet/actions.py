@@ -13,7 +13,7 @@ import os
 import shlex
 import time
 
-from console import __version__
+from console import version
 from console.fleet import discovery, hostlock
 from console.fleet.api import ActionOutcome, LaunchPreview, PreCheck
 from console.fleet.events import ServerAction, ServerMeta, ServerSeen
@@ -208,7 +208,7 @@ async def _start(ctl: HostOps, plan: LaunchPlan, lock: hostlock.HeldLock) -> tup
         launch_id=launch_id,
         bind=plan.bind,
     )
-    doc = discovery.meta_to_json(meta, {"console_version": __version__, "python": plan.python})
+    doc = discovery.meta_to_json(meta, {"console_version": version(), "python": plan.python})
     script = launchscript.launch_script(plan, discovery.meta_dir(host, r.name), lock.path, lock.token, launch_id)
     stdin = launchscript.launch_input(launchscript.meta_body(doc), secret_args, plan.secret_env)
     in_flight = ctl.launching.setdefault(r.host, set())

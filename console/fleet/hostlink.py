@@ -59,7 +59,7 @@ class TailSpec:
 
 def backoff_delay(attempt: int, cap: float = BACKOFF_CAP_S) -> float:
     """0.5, 1, 2, 4, 8, 8 ... seconds, ±25 % jitter (never above cap * 1.25 = 10 s)."""
-    base = min(cap, 0.5 * 2 ** max(0, attempt - 1))
+    base = min(cap, 0.5 * 2.0 ** max(0, attempt - 1))
     return base * random.uniform(0.75, 1.25)
 
 

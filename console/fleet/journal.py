@@ -26,15 +26,13 @@ from console.fleet.events import (
 )
 from console.fleet.journalview import command_name, compact, current_op, one_line
 
-# the masking lives in console.masking (one function for every output path); re-exported for old importers
-from console.masking import (  # noqa: F401
-    MASK,
-    is_secret_name,
-    mask,
-    mask_argv,
-    mask_env,
-    remember_secrets,
-)
+# the masking lives in console.masking (one function for every output path); re-exported (`x as x`) for old importers
+from console.masking import MASK as MASK
+from console.masking import is_secret_name as is_secret_name
+from console.masking import mask as mask
+from console.masking import mask_argv as mask_argv
+from console.masking import mask_env as mask_env
+from console.masking import remember_secrets as remember_secrets
 from console.remote_text import for_terminal
 from console.transport.base import CommandResult
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
+from typing import Any
 
 from console import hostjson
 from console.config import Host
@@ -47,7 +48,7 @@ class HostFacts:
     model_present: bool | None = None
     draft_present: bool | None = None
     """The speculative draft model's path exists (None: no draft path to check)."""
-    model_config: dict | None = None
+    model_config: dict[str, Any] | None = None
     model_config_error: str | None = None
     """config.json is there but nested too deep to read (the lint rules that need it are skipped)."""
     metas: list[ServerMeta] = field(default_factory=list)

@@ -377,7 +377,9 @@ class FleetState:
         return []
 
     @staticmethod
-    def _owner_of(app: ComputeApp, h: HostState, by_sid: dict, by_pid: dict) -> ServerState | None:
+    def _owner_of(
+        app: ComputeApp, h: HostState, by_sid: dict[int, ServerState], by_pid: dict[int, ServerState]
+    ) -> ServerState | None:
         if app.pid in by_pid:
             return by_pid[app.pid]
         sid = h.procs_by_pid.get(app.pid)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
 from console.config import Fleet, Host
 from console.router.spec import RouterSpec
@@ -172,7 +173,7 @@ class ProcessReport:
     started: bool
     pid: int | None = None
     alive: bool = False
-    meta: dict | None = None
+    meta: dict[str, Any] | None = None
 
 
 def parse_status(out: str) -> ProcessReport:

@@ -14,7 +14,7 @@ import datetime as dt
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -30,6 +30,7 @@ from console.transport.base import TransportError
 
 if TYPE_CHECKING:
     from console.fleet.controller import FleetController
+    from console.sglang.bench import BenchTarget
 
 START_TIMEOUT_S = 60.0
 LOAD_POLICIES = ("cache_aware", "power_of_two")
@@ -43,7 +44,7 @@ async def router_base_url(ctl: FleetController, name: str) -> str:
     return await ctl.server_url(ROUTER_PREFIX + name.removeprefix(ROUTER_PREFIX))
 
 
-async def router_target(api: FleetController, name: str, wait_s: float = 20.0) -> Any:
+async def router_target(api: FleetController, name: str, wait_s: float = 20.0) -> BenchTarget:
     """`bench router:NAME`: a BenchTarget for the router's endpoint (no preset, no GPUs of its own)."""
     from console.sglang.bench import BenchTarget
 

@@ -90,7 +90,7 @@ def sglang_version() -> str:
     host = os.environ.get("DFLASH_SIM_HOST_DIR")
     if host:
         try:
-            return json.loads((Path(host) / "spec.json").read_text()).get("sglang_version", "0.5.11")
+            return str(json.loads((Path(host) / "spec.json").read_text()).get("sglang_version", "0.5.11"))
         except (OSError, ValueError):
             pass
     return "0.5.11"
@@ -311,7 +311,8 @@ def load_model_config(path: str) -> dict[str, Any]:
             f"{path} does not appear to have a file named config.json. Checkout "
             f"'https://huggingface.co/{path}/tree/None' for available files."
         )
-    return json.loads(cfg.read_text())
+    config: dict[str, Any] = json.loads(cfg.read_text())
+    return config
 
 
 def is_hybrid(cfg: dict[str, Any]) -> bool:

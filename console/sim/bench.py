@@ -168,7 +168,7 @@ def _mean(xs: list[float]) -> float:
 
 def summary(
     a: argparse.Namespace, outs: list[Out], duration: float, peak_conc: int, accept: float | None
-) -> tuple[str, dict]:
+) -> tuple[str, dict[str, Any]]:
     good = [o for o in outs if o.ok]
     tin, tout = sum(o.prompt_len for o in good), sum(o.output_len for o in good)
     buckets: dict[int, int] = {}

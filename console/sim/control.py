@@ -14,7 +14,10 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
 
 CRASH_KINDS = ("cuda-assert", "nccl", "oom", "sigkill", "rank-sigkill")
 ACTIONS = ("crash", "rate", "slow", "accept")
@@ -48,7 +51,7 @@ def take(host_dir: str | Path, keys: list[int]) -> list[dict[str, Any]]:
     return out
 
 
-def hold_vram(host_dir: str | Path, gpu: int, mib: int, name: str = "python3"):  # -> subprocess.Popen
+def hold_vram(host_dir: str | Path, gpu: int, mib: int, name: str = "python3") -> subprocess.Popen[str]:
     """Start a foreign process that holds `mib` MiB on sim GPU `gpu` until it is killed."""
     import subprocess
     import sys

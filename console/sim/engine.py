@@ -21,6 +21,7 @@ import math
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from console.sim import logs
 
@@ -95,7 +96,7 @@ class Request:
     ignore_eos: bool = False
     reasoning: bool = False
     rid: str = field(default_factory=lambda: uuid.uuid4().hex)
-    out: asyncio.Queue = field(default_factory=asyncio.Queue)
+    out: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
     generated: int = 0
     reasoning_tokens: int = 0
     finish: str | None = None

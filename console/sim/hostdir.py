@@ -7,20 +7,37 @@ Layout of HOST_DIR (every path absolute, so it works over SSH with a minimal PAT
   venv/lib/python3.11/site-packages/sglang/   launch_server, bench_serving, srt.server_args (sim)
   models/NAME/                 config.json + sparse model-0000N-of-0000M.safetensors of the real size
   state/ control/ logs/ run/   GPU state file, sim control files, default log and run dirs
-`PY` is the console's own interpreter (`sys.executable`), which can import `console`.
+`PY` is the console's own interpreter (`sys.executable`), which can import `console`: from the site-packages of
+an installed wheel, or from a checkout, whose root the wrappers put on PYTHONPATH (CODE_PATH).
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+import site
 import sys
 from pathlib import Path
 
+import console
 from console.sim.spec import ModelSpec, SimHostSpec
 
 SITE = "venv/lib/python3.11/site-packages"
-REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def code_path(package_parent: Path, site_dirs: list[str]) -> list[str]:
+    """What the stand-ins need on PYTHONPATH to import `console` with the console's interpreter: nothing where the
+    package lies in one of that interpreter's site-packages (an installed wheel: putting site-packages on PYTHONPATH
+    would set it ahead of the standard library), else the folder that holds it (a checkout's root)."""
+    installed = {Path(d).resolve() for d in site_dirs}
+    return [] if package_parent.resolve() in installed else [str(package_parent)]
+
+
+PACKAGE_PARENT = Path(console.__file__).resolve().parent.parent
+"""The folder that holds the `console` package: a checkout's root, or the site-packages a wheel went into."""
+
+CODE_PATH = code_path(PACKAGE_PARENT, site.getsitepackages())
+"""PYTHONPATH entries the stand-ins get so the console's interpreter runs the same `console` as the console itself."""
 
 _PKG: dict[str, str] = {
     "__init__.py": '"""SGLang (simulated by dflash-console)."""\n\n__version__ = "{version}"\n',
@@ -39,24 +56,31 @@ def _sh_wrapper(lines: list[str]) -> str:
     return "#!/bin/sh\n" + "\n".join(lines) + "\n"
 
 
+def _pythonpath(first: list[str]) -> list[str]:
+    """`PYTHONPATH=...; export PYTHONPATH` with these entries ahead of CODE_PATH and any inherited PYTHONPATH;
+    no line at all when there is nothing to add (an empty PYTHONPATH entry would put the working directory first)."""
+    entries = [*first, *CODE_PATH]
+    if not entries:
+        return []
+    joined = ":".join(shlex.quote(e) for e in entries)
+    return [f"PYTHONPATH={joined}${{PYTHONPATH:+:$PYTHONPATH}}; export PYTHONPATH"]
+
+
 def python_wrapper(host_dir: Path) -> str:
-    site = shlex.quote(str(host_dir / SITE))
-    root = shlex.quote(str(REPO_ROOT))
     return _sh_wrapper(
         [
             f"DFLASH_SIM_HOST_DIR={shlex.quote(str(host_dir))}; export DFLASH_SIM_HOST_DIR",
             'DFLASH_SIM_PYTHON="$0"; export DFLASH_SIM_PYTHON',
-            f"PYTHONPATH={site}:{root}${{PYTHONPATH:+:$PYTHONPATH}}; export PYTHONPATH",
+            *_pythonpath([str(host_dir / SITE)]),
             f'exec {shlex.quote(sys.executable)} "$@"',
         ]
     )
 
 
 def nvsmi_wrapper(host_dir: Path) -> str:
-    root = shlex.quote(str(REPO_ROOT))
     return _sh_wrapper(
         [
-            f"PYTHONPATH={root}${{PYTHONPATH:+:$PYTHONPATH}}; export PYTHONPATH",
+            *_pythonpath([]),
             f'exec {shlex.quote(sys.executable)} -m console.sim.nvsmi --host-dir {shlex.quote(str(host_dir))} "$@"',
         ]
     )

@@ -18,8 +18,8 @@ from typing import Any
 from console.sim import logs
 from console.sim.engine import Engine, Request
 
-Send = Callable[[dict], Awaitable[None]]
-Receive = Callable[[], Awaitable[dict]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
 TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
 E2E_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 800, 1200, 2400)
 
@@ -41,7 +41,7 @@ class App:
         self.active = 0
         self.v23 = not str(info.get("version", "0.5.11")).startswith("0.5.11")
 
-    async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
@@ -79,7 +79,7 @@ class App:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    async def _route(self, path: str, method: str, body: bytes, scope: dict, send: Send) -> None:
+    async def _route(self, path: str, method: str, body: bytes, scope: dict[str, Any], send: Send) -> None:
         if path in ("/health", "/health_generate"):
             if self.status != "Up":
                 await _raw(send, 503, b"")

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from console.sim import state
 from console.sim.spec import GpuSpec, SimHostSpec, load_spec
@@ -29,7 +30,7 @@ class GpuNow:
     spec: GpuSpec
     used: int
     util: float
-    procs: list[dict]
+    procs: list[dict[str, Any]]
     t: float
 
     @property
@@ -288,8 +289,8 @@ def query_long(gpus: list[GpuNow], spec: SimHostSpec, sections: list[str]) -> li
     return [*out, ""]
 
 
-def parse_args(argv: list[str]) -> dict:
-    opts: dict = {
+def parse_args(argv: list[str]) -> dict[str, Any]:
+    opts: dict[str, Any] = {
         "query_gpu": None,
         "query_apps": None,
         "format": "",
@@ -359,7 +360,7 @@ def select(gpus: list[GpuNow], ids: list[str] | None) -> list[GpuNow]:
     return out
 
 
-def render(host_dir: Path, spec: SimHostSpec, opts: dict) -> list[str]:
+def render(host_dir: Path, spec: SimHostSpec, opts: dict[str, Any]) -> list[str]:
     gpus = select(read_gpus(host_dir, spec), opts["ids"])
     fmt = [f.strip() for f in opts["format"].split(",")]
     header, units = "noheader" not in fmt, "nounits" not in fmt

@@ -103,7 +103,7 @@ def serve(srv: Server, res: Result) -> int:
 async def _main(srv: Server, app: App, engine: Engine) -> int:
     a = srv.a
     loop = asyncio.get_running_loop()
-    tasks: list[asyncio.Task] = []
+    tasks: list[asyncio.Task[Any]] = []
 
     async def startup() -> None:
         srv.phase = "serving"

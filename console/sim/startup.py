@@ -15,10 +15,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from console.sim import logs, memory
 from console.sim.args import ServerArgs, is_hybrid, load_model_config
-from console.sim.hostdir import REPO_ROOT
+from console.sim.hostdir import PACKAGE_PARENT
 from console.sim.nvsmi import RESERVED_MIB
 from console.sim.spec import SimHostSpec
 from console.sim.state import gpu_totals
@@ -55,7 +56,10 @@ class Ranks:
 
     def __init__(self, host_dir: Path, tp: int, gpus: list[int], name: str) -> None:
         self.gpus = gpus
-        env = {**os.environ, "PYTHONPATH": f"{REPO_ROOT}:{os.environ.get('PYTHONPATH', '')}".rstrip(":")}
+        # A rank's argv[0] is its title, so its interpreter cannot find the venv it belongs to (Python finds one
+        # from its program name) and starts bare: it gets the folder holding `console` (standard library only).
+        path = [str(PACKAGE_PARENT), *filter(None, os.environ.get("PYTHONPATH", "").split(":"))]
+        env = {**os.environ, "PYTHONPATH": ":".join(path)}
         # argv[0] is the title SGLang's schedulers set (setproctitle): ps and nvidia-smi show it.
         self.procs = [
             subprocess.Popen(
@@ -70,14 +74,14 @@ class Ranks:
         ]
         self.mem = [0.0] * len(gpus)
 
-    def send(self, cmd: dict, ranks: list[int] | None = None) -> None:
+    def send(self, cmd: dict[str, Any], ranks: list[int] | None = None) -> None:
         idx = range(len(self.procs)) if ranks is None else ranks
         for r in idx:
             self._write(r, cmd)
         for r in idx:
             self._ack(r)
 
-    def _write(self, r: int, cmd: dict) -> None:
+    def _write(self, r: int, cmd: dict[str, Any]) -> None:
         p = self.procs[r]
         try:
             assert p.stdin is not None
@@ -233,7 +237,7 @@ class Startup:
     def _draft_type(self) -> str:
         if self.a.speculative_algorithm == "DFLASH":
             return "DFlashDraftModel"
-        arch = (self.a.model_config.get("architectures") or ["Model"])[0]
+        arch = str((self.a.model_config.get("architectures") or ["Model"])[0])
         return arch.replace("ForConditionalGeneration", "ForCausalLMMTP").replace("ForCausalLM", "ForCausalLMEagle")
 
     def init_distributed(self) -> None:

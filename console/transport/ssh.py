@@ -157,7 +157,7 @@ class SshTransport:
     ) -> asyncssh.SSHClientConnectionOptions:
         """ssh config applied to one host name (HostName, Port, User, ProxyJump, UserKnownHostsFile)."""
         try:
-            return await asyncssh.SSHClientConnectionOptions.construct(
+            options: asyncssh.SSHClientConnectionOptions = await asyncssh.SSHClientConnectionOptions.construct(
                 host=host,
                 port=port if port is not None else (),
                 username=user if user is not None else (),
@@ -167,6 +167,7 @@ class SshTransport:
             )
         except (OSError, asyncssh.Error, ValueError) as e:
             raise TransportError(self.host, f"cannot read the ssh config for {host}: {_describe(e)}") from None
+        return options
 
     async def jump_hops(self) -> list[Hop]:
         """The ProxyJump chain to this host, first hop first: hosts.toml's proxy_jump, else ssh config's;

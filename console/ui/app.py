@@ -313,14 +313,14 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
     def selected_server(self) -> ServerState | None:
         """The server of the screen on top (server/chat screen), else of the selected GPU."""
         for screen in reversed(self.screen_stack):
-            fn = getattr(screen, "current_server", None)
+            fn: Callable[[], ServerState | None] | None = getattr(screen, "current_server", None)
             if fn is not None:
                 return fn()
         return None
 
     def selected_host(self) -> str | None:
         for screen in reversed(self.screen_stack):
-            fn = getattr(screen, "current_host", None)
+            fn: Callable[[], str | None] | None = getattr(screen, "current_host", None)
             if fn is not None:
                 return fn()
         return None
@@ -392,7 +392,7 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         self.push_screen(LaunchScreen(host, gpus, marked))
 
     # -- palette -------------------------------------------------------------------------
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         srv = self.selected_server()
         host = self.selected_host()

@@ -6,15 +6,16 @@ state sync it was 40 % of the console's CPU under a log flood (benchmarks/bench_
 
 from __future__ import annotations
 
+from typing import Any
 from weakref import WeakKeyDictionary
 
 from textual.screen import Screen
 
-_signatures: WeakKeyDictionary[Screen, tuple[object, ...]] = WeakKeyDictionary()
+_signatures: WeakKeyDictionary[Screen[Any], tuple[object, ...]] = WeakKeyDictionary()
 """Each screen's bindings (key, enabled, action) as last refreshed."""
 
 
-def refresh_bindings_if_changed(screen: Screen) -> None:
+def refresh_bindings_if_changed(screen: Screen[Any]) -> None:
     try:
         sig = tuple((key, ab.enabled, ab.binding.action) for key, ab in screen.active_bindings.items())
     except Exception:  # not mounted yet: refresh as usual

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.content import Content
 from textual.screen import Screen
 
@@ -70,7 +72,7 @@ def grouped(rows: list[tuple[str, str, str, bool]]) -> list[tuple[str, list[tupl
     return out
 
 
-def binding_rows(screen: Screen) -> list[tuple[str, str, str, bool]]:
+def binding_rows(screen: Screen[Any]) -> list[tuple[str, str, str, bool]]:
     """(keys, description, id, enabled) for the screen's active bindings, keymap applied, grouped by id."""
     rows: dict[str, tuple[list[str], str, str, bool]] = {}
     for key, ab in screen.active_bindings.items():
@@ -87,7 +89,7 @@ def binding_rows(screen: Screen) -> list[tuple[str, str, str, bool]]:
     return [(" ".join(dict.fromkeys(k)), d, i, e) for k, d, i, e in rows.values()]
 
 
-def title_of(screen: Screen) -> str:
+def title_of(screen: Screen[Any]) -> str:
     name = type(screen).__name__
     return f"Keys: {SCREEN_TITLES.get(name, name)}"
 

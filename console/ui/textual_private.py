@@ -69,6 +69,7 @@ from textual.content import Content
 from textual.css.styles import StylesBase
 from textual.driver import Driver
 from textual.geometry import Region, Size, Spacing
+from textual.message import Message
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.style import Style
@@ -151,7 +152,7 @@ if LinuxDriver is not None:
             feed, tick = parser.feed, parser.tick
             decode = getincrementaldecoder("utf-8")().decode
 
-            def deliver(event: messages.Message) -> None:
+            def deliver(event: Message) -> None:
                 if isinstance(event, events.Key):
                     KEYS_FIRST.key_arrived()  # the log readers step aside until its frame
                 self.process_message(event)
@@ -382,7 +383,7 @@ class LayoutOnce:
     """The overlay `overlay_change` last placed, and when that began: its own earlier `Layout` asks are served."""
 
     def _refresh_layout(self, size: Size | None = None, scroll: bool = False) -> None:
-        screen: Screen = self  # type: ignore[assignment]
+        screen: Screen[Any] = self  # type: ignore[assignment]
         whole = not scroll or bool(screen._layout_widgets)
         began = _time.get_time()
         super()._refresh_layout(size, scroll)  # type: ignore[misc]
@@ -400,7 +401,7 @@ class LayoutOnce:
         await super()._on_layout(message)  # type: ignore[misc]
 
     def _screen_resized(self, size: Size) -> None:
-        screen: Screen = self  # type: ignore[assignment]
+        screen: Screen[Any] = self  # type: ignore[assignment]
         if size == screen._compositor.size and screen.is_attached:
             return
         super()._screen_resized(size)  # type: ignore[misc]
@@ -413,7 +414,7 @@ class LayoutOnce:
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)  # type: ignore[misc]
 
 
-def _mount_already_placed(screen: Screen, caller: Any) -> bool:
+def _mount_already_placed(screen: Screen[Any], caller: Any) -> bool:
     """True if `caller` is Textual's mount-completion step (`AwaitMount`) and every widget it mounted is in the
     screen's last layout (a pushed screen's own widgets, laid out by its first frame before the mount's awaiter
     runs: one more whole-screen layout and repaint, for nothing, right after every first open) or hidden (the
@@ -586,7 +587,7 @@ class MarksFrames:
     """Mixed into the app (before App): each frame written to the terminal is noted in `console.keys_first`, whose
     hold on the log readers a key's frame ends."""
 
-    def _display(self, screen: Screen, renderable: Any) -> None:
+    def _display(self, screen: Screen[Any], renderable: Any) -> None:
         app: App[Any] = self  # type: ignore[assignment]
         drawn = renderable is not None and not getattr(app, "_batch_count", 0)  # Textual writes nothing else
         App._display(app, screen, renderable)

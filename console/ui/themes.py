@@ -1,10 +1,12 @@
-"""Loads Textual themes from TOML files (the repo's themes/ and the user's themes folder) so colours live in data."""
+"""Loads Textual themes from TOML files (built into the package, or the user's themes folder): colours live in data."""
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from textual.theme import Theme
@@ -12,7 +14,8 @@ from textual.theme import Theme
 from console.config import MAX_DEPTH, user_config_dir
 from console.tomlpos import too_deep
 
-BUILTIN_DIR = Path(__file__).resolve().parents[2] / "themes"
+BUILTIN_DIR: Traversable = files("console") / "themes"
+"""The built-in themes: package data, so they are found wherever the package is installed (a checkout, a wheel)."""
 DEFAULT_THEME = "dflash-dark"
 
 SEMANTIC_DEFAULTS: dict[str, str] = {
@@ -85,20 +88,20 @@ def theme_from_toml(text: str, fallback_name: str) -> Theme:
     )
 
 
-def theme_dirs() -> list[Path]:
+def theme_dirs() -> list[Traversable]:
     """Built-in themes first, so a user file with the same name overrides one."""
     return [BUILTIN_DIR, user_config_dir() / "themes"]
 
 
-def load_themes(dirs: list[Path] | None = None) -> ThemeLoad:
-    """Reads every *.toml theme in the folders, collecting failures instead of raising."""
+def load_themes(dirs: Sequence[Traversable] | None = None) -> ThemeLoad:
+    """Reads every *.toml theme in the folders (paths or package resources), collecting failures instead of raising."""
     out = ThemeLoad()
     for d in dirs if dirs is not None else theme_dirs():
         if not d.is_dir():
             continue
-        for path in sorted(d.glob("*.toml")):
+        for entry in sorted((e for e in d.iterdir() if e.name.endswith(".toml")), key=lambda e: e.name):
             try:
-                out.themes.append(theme_from_toml(path.read_text(encoding="utf-8"), path.stem))
+                out.themes.append(theme_from_toml(entry.read_text(encoding="utf-8"), entry.name.removesuffix(".toml")))
             except (OSError, ValueError) as e:
-                out.problems.append(f"{path}: {e}")
+                out.problems.append(f"{entry}: {e}")
     return out

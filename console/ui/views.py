@@ -8,7 +8,7 @@ where a tone is a semantic colour name (`ready`, `crashed`, `dim`, ...) the widg
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Reversible
+from collections.abc import Reversible
 from dataclasses import dataclass
 from itertools import islice
 
@@ -273,9 +273,9 @@ def warming_up(srv: ServerState) -> bool:
     return srv.phase.up and srv.health == "warming"
 
 
-def _tail(lines: Iterable[str], n: int) -> list[str]:
+def _tail(lines: Reversible[str], n: int) -> list[str]:
     """The last `n` of a deque (or list) without copying the 20,000 lines before them."""
-    return list(islice(reversed(lines), n))[::-1]  # type: ignore[call-overload]
+    return list(islice(reversed(lines), n))[::-1]
 
 
 def _tok_text(srv: ServerState, now: float, watching: bool = True) -> str:

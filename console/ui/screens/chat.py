@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -25,8 +26,8 @@ class PromptInput(Input):
 
     BINDINGS = [Binding("up", "history(-1)", show=False), Binding("down", "history(1)", show=False)]
 
-    def __init__(self, **kw: object) -> None:
-        super().__init__(**kw)  # type: ignore[arg-type]
+    def __init__(self, **kw: Any) -> None:  # Input's keyword arguments
+        super().__init__(**kw)
         self.history: list[str] = []
         self._pos = 0
 
@@ -84,7 +85,7 @@ class Turn(Vertical):
         update_static(self.query_one("#stats", Static), Content(text))
 
 
-class ChatScreen(Screen):
+class ChatScreen(Screen[Any]):
     """Server picker, transcript, knobs (max tokens, temperature, thinking) and the prompt."""
 
     BINDINGS = [

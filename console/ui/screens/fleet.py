@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -118,7 +120,7 @@ class QuietFocus:
     log view (benchmarks/bench_keypress.py, bench_host_growth.py)."""
 
 
-class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
+class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen[Any]):
     """The first screen: host bands flowed into shelves that fill the terminal, one pane per GPU."""
 
     BINDINGS = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -83,7 +84,7 @@ class SidePanel(StillStrips, VerticalScroll):
     (`strips_kept`; they were 2.4 of an `i`'s 13 ms at 200x60, benchmarks/bench_keypress.py)."""
 
 
-class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
+class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen[Any]):
     """Log on the left, facts on the right (below when narrow; `i` toggles them)."""
 
     BINDINGS = [

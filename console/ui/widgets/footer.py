@@ -3,6 +3,8 @@ key labels still fit at 80 columns instead of being cut (`^p pa lette`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual import events
 from textual.screen import Screen
 from textual.widgets import Footer
@@ -24,7 +26,7 @@ class ConsoleFooter(Footer):
 
     _shown: Sig | None = None
 
-    def bindings_changed(self, screen: Screen) -> None:
+    def bindings_changed(self, screen: Screen[Any]) -> None:
         if open_sheet(screen) is not None:
             return  # the help sheet covers the footer and has the focus: its keys are not the footer's to show
         sig = _signature(screen)
@@ -62,7 +64,7 @@ class ConsoleFooter(Footer):
             self.show_command_palette = not narrow  # ctrl+p is still listed by `?`
 
 
-def _signature(screen: Screen) -> Sig | None:
+def _signature(screen: Screen[Any]) -> Sig | None:
     """What the footer shows of a screen's bindings: key, action, description, shown, enabled, tooltip."""
     try:
         return tuple(

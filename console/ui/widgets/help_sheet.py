@@ -9,6 +9,8 @@ and the sheet's last line says which keys close it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -125,7 +127,7 @@ class HelpSheet(StillStrips, VerticalScroll):
         self.query_one("#help-keys", Static).update(key_table(rows, inner), layout=bool(self.display))
 
 
-def sheet_of(screen: Screen) -> HelpSheet | None:
+def sheet_of(screen: Screen[Any]) -> HelpSheet | None:
     try:
         sheet = screen.get_child_by_id(SHEET_ID)
     except NoMatches:
@@ -133,7 +135,7 @@ def sheet_of(screen: Screen) -> HelpSheet | None:
     return sheet if isinstance(sheet, HelpSheet) else None
 
 
-async def ready_sheet(screen: Screen) -> HelpSheet:
+async def ready_sheet(screen: Screen[Any]) -> HelpSheet:
     """The screen's sheet, mounted (hidden, first among its children) if it has none yet."""
     sheet = sheet_of(screen)
     if sheet is None:
@@ -142,12 +144,12 @@ async def ready_sheet(screen: Screen) -> HelpSheet:
     return sheet
 
 
-def open_sheet(screen: Screen) -> HelpSheet | None:
+def open_sheet(screen: Screen[Any]) -> HelpSheet | None:
     sheet = sheet_of(screen)
     return sheet if sheet is not None and sheet.is_open else None
 
 
-async def take_key(screen: Screen, key: str) -> bool:
+async def take_key(screen: Screen[Any], key: str) -> bool:
     """While the screen's sheet is open, every key is the sheet's: its own (close, scroll) run on it and go no
     further (a scroll it cannot do must not fall through to the screen's binding for the same key, as Textual's
     binding chain would), and the rest do nothing, for the keys they would run are under the sheet. Only Textual's

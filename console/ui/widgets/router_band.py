@@ -17,7 +17,8 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import Static
 
-from console.router.manager import ROUTER_PREFIX, RouterManager
+from console.router.manager import RouterManager
+from console.router.spec import ROUTER_PREFIX
 from console.router.state import RouterView
 from console.ui import format as fmt
 from console.ui.console_app import console_app
@@ -31,7 +32,7 @@ Part = tuple[str, str]
 
 def router_manager(app: Any) -> RouterManager | None:
     """The app's RouterManager, made (and its watch loop started) the first time a band asks for it."""
-    mgr = getattr(app, "router_manager", None)
+    mgr: RouterManager | None = getattr(app, "router_manager", None)
     if mgr is not None:
         return mgr
     api = getattr(app, "api", None)
