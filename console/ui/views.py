@@ -8,10 +8,11 @@ where a tone is a semantic colour name (`ready`, `crashed`, `dim`, ...) the widg
 
 from __future__ import annotations
 
-from collections.abc import Reversible
+from collections.abc import Mapping, Reversible, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
+from console.fleet.events import SpecLaunchRecord
 from console.fleet.specstate import FIGURE_STALE_S, SHORT, SpecStatus, spec_line, spec_status
 from console.fleet.state import STALE_S, FleetState, GpuPoint, GpuState, HostState, ServerState
 from console.sglang.phase import STARTING_PHASES, Phase
@@ -515,7 +516,14 @@ TIMELINE = STARTING_PHASES
 """The startup phases the server screen times, against the previous launch's."""
 
 
-def server_page(srv: ServerState, now: float, *, watching: bool = True) -> ServerPage:
+def server_page(
+    srv: ServerState,
+    now: float,
+    *,
+    watching: bool = True,
+    spec_records: Mapping[str, Sequence[SpecLaunchRecord]] | None = None,
+) -> ServerPage:
+    """`spec_records`: the fleet state's launch records per preset (this launch is set beside them)."""
     m, log = srv.meta, srv.log
     v = server_view(srv, now, watching=watching)
     crumbs: tuple[Span, ...] = (
@@ -586,7 +594,7 @@ def server_page(srv: ServerState, now: float, *, watching: bool = True) -> Serve
     timeline = tuple((p, cur.get(p), prev.get(p)) for p in TIMELINE)
     facts = [f"{k.replace('_', ' ')}: {fmt.clean(str(val), 120)}" for k, val in _fact_items(log.facts)]
     if spec is not None:
-        facts = [*_spec_facts(spec), *facts]
+        facts = [*_spec_facts(spec), *spec_history_facts(spec, m.preset, m.launch_id, spec_records or {}), *facts]
     if srv.previous_logs:
         facts.append(f"previous logs: {len(srv.previous_logs)} (o: view; last: {fmt.clean(srv.previous_logs[-1])})")
     if m.log_path:
@@ -616,6 +624,34 @@ def _spec_facts(st: SpecStatus) -> list[str]:
         p10, p90 = percentile(st.history, 10), percentile(st.history, 90)
         out.append(f"accept length: mean {st.mean():.2f} · p10 {p10:.2f} · p90 {p90:.2f} ({len(st.history)} figures)")
     return out
+
+
+def spec_history_facts(
+    st: SpecStatus, preset: str | None, launch_id: str, records: Mapping[str, Sequence[SpecLaunchRecord]]
+) -> list[str]:
+    """This launch beside the last launches of its preset, and the other presets' last launch: which drafter is
+    better is the question these figures answer."""
+    out: list[str] = []
+    mine = [r for r in records.get(preset or "", ()) if r.launch_id != launch_id][-SPEC_LAUNCHES_SHOWN:]
+    now_mean = st.mean()
+    if mine:
+        vals = sorted(r.accept_mean for r in mine)
+        med = vals[len(vals) // 2] if len(vals) % 2 else (vals[len(vals) // 2 - 1] + vals[len(vals) // 2]) / 2
+        last = " · ".join(f"{r.accept_mean:.2f}" for r in mine)
+        vs = f"; this launch {now_mean:.2f} ({now_mean - med:+.2f})" if now_mean is not None else ""
+        out.append(f"last {len(mine)} launches: accept {last} · median {med:.2f}{vs}")
+    others = []
+    for name, recs in sorted(records.items()):
+        if name != preset and recs:
+            r = recs[-1]
+            tps = f", {r.tok_s_mean:.0f} tok/s" if r.tok_s_mean is not None else ""
+            others.append(f"{fmt.clean(name, 30)} {r.algorithm} {r.accept_mean:.2f}{tps}")
+    if others:
+        out.append("other presets (last launch): " + " · ".join(others[:4]))
+    return out
+
+
+SPEC_LAUNCHES_SHOWN = 5
 
 
 def _fact_items(facts: object) -> list[tuple[str, object]]:

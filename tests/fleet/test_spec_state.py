@@ -127,3 +127,71 @@ def test_pane_view_has_the_spec_line_the_accept_graph_and_the_alarm() -> None:
     plain, pname = _fleet(argv=("-m", "sglang.launch_server", "--model-path", "/m"))
     pv = server_view(plain.servers[pname], t0)
     assert pv.spec == () and pv.accept_series is None
+
+
+def test_launch_records_roundtrip_skip_bad_lines_and_compare(tmp_path) -> None:
+    import os
+    import stat
+
+    from console.fleet.events import ServerGone
+    from console.fleet.spechistory import SpecHistory, launch_record
+    from console.ui.views import server_page
+
+    st, name = _fleet()
+    f = Feeder(st, name)
+    t0 = float(int(time.time()))
+    f.feed(b"".join(_line(t0 + i, a) for i, a in enumerate(("3.10", "3.20", "3.30", "3.40"))), t0 + 4)
+    st.apply(ServerGone(name, t0 + 5))
+    rec = launch_record(st.servers[name])
+    assert rec is not None and rec.preset == "dfl" and rec.algorithm == "DFLASH" and rec.figures == 4
+    assert rec.accept_mean == 3.25 and rec.accept_p10 == 3.1 and rec.accept_p90 == 3.4 and rec.shape == "block 16"
+    h = SpecHistory(tmp_path / "spec_history.jsonl")
+    h.append(rec)
+    with h.path.open("a") as fh:
+        fh.write("not json\n")
+        fh.write('{"preset": 3}\n')
+    h.append(rec.__class__(**{**rec.__dict__, "launch_id": "older", "accept_mean": 1.9}))
+    assert stat.S_IMODE(os.stat(h.path).st_mode) == 0o600
+    back = h.load()
+    assert [r.launch_id for r in back] == [rec.launch_id, "older"] and back[0] == rec
+    # a new launch of the preset, set beside the ones before it
+    st2, name2 = _fleet()
+    for r in back:
+        st2.apply(r)
+    assert st2.spec_median("dfl") == (3.25 + 1.9) / 2
+    f2 = Feeder(st2, name2)
+    f2.feed(_line(t0, "3.0") + _line(t0 + 1, "3.2"), t0 + 1)
+    page = server_page(st2.servers[name2], t0 + 2, spec_records=st2.spec_records)
+    hist = [x for x in page.facts if x.startswith("last 2 launches")]
+    assert hist and "3.25 · 1.90" in hist[0] and "this launch 3.10" in hist[0]
+
+
+def test_a_launch_with_few_figures_or_no_spec_is_not_recorded() -> None:
+    from console.fleet.spechistory import launch_record
+
+    st, name = _fleet()
+    Feeder(st, name).feed(_line(float(int(time.time())), "3.2"), 1.0)
+    assert launch_record(st.servers[name]) is None
+    plain, pname = _fleet(argv=("-m", "sglang.launch_server", "--model-path", "/m"))
+    assert launch_record(plain.servers[pname]) is None
+
+
+def test_controller_keeps_an_ended_launch_once_in_the_state_dir(tmp_path) -> None:
+    from console.config import parse_fleet
+    from console.fleet.controller import FleetController
+    from console.fleet.events import ServerGone
+    from console.fleet.journal import Journal
+
+    fleet = parse_fleet('[hosts.h]\ntransport = "local"\n')
+    ctl = FleetController(fleet, journal=Journal(tmp_path / "journal.jsonl"))
+    m = ServerMeta(
+        name="dfl@h:gpu1", host="h", gpus=(1,), port=1, preset="dfl", log_path="/l", argv=ARGV, launch_id="L1"
+    )
+    t0 = float(int(time.time()))
+    data = b"".join(_line(t0 + i, "3.2") for i in range(4))
+    ctl.emit([ServerSeen(m, t0), LogData(m.name, t0, "/l", 0, data), ServerGone(m.name, t0 + 5)])
+    ctl.emit([ServerGone(m.name, t0 + 6)])  # ended again (a re-attach): not kept twice
+    lines = (tmp_path / "spec_history.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and '"launch_id": "L1"' in lines[0]
+    again = FleetController(fleet, journal=Journal(tmp_path / "journal.jsonl"))
+    assert [r.launch_id for r in again.state.spec_records["dfl"]] == ["L1"]

@@ -261,7 +261,9 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen[Any])
             return
         app = console_app(self)
         host = app.state.hosts.get(srv.meta.host)
-        page = server_page(srv, app.now(), watching=host is None or host.conn == "up")
+        page = server_page(
+            srv, app.now(), watching=host is None or host.conn == "up", spec_records=app.state.spec_records
+        )
         old, self.page = self.page, page
         if page != old:
             self._draw(page, old)
