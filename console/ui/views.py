@@ -516,6 +516,19 @@ TIMELINE = STARTING_PHASES
 """The startup phases the server screen times, against the previous launch's."""
 
 
+def timeline_rows(
+    cur: Mapping[str, float], prev: Mapping[str, float]
+) -> tuple[tuple[str, float | None, float | None], ...]:
+    """Seconds per startup phase now and at the last launch; a speculative server's draft model (its weights, KV
+    and graphs) gets rows of its own (`draft_loading_weights` ...) after the target's CUDA graphs, where SGLang
+    loads it."""
+    rows = [(str(p), cur.get(p), prev.get(p)) for p in TIMELINE]
+    draft = [(f"draft_{p}", cur.get(f"draft_{p}"), prev.get(f"draft_{p}")) for p in TIMELINE]
+    draft = [r for r in draft if r[1] is not None or r[2] is not None]
+    at = next((i + 1 for i, r in enumerate(rows) if r[0] == Phase.CUDA_GRAPH), len(rows))
+    return tuple(rows[:at] + draft + rows[at:])
+
+
 def server_page(
     srv: ServerState,
     now: float,
@@ -591,7 +604,7 @@ def server_page(
         parts += [("\n", ""), (f"{jump}r: relaunch (this log is kept)", "dim")]
         diag = tuple(parts)
     cur, prev = log.timeline, srv.previous_timeline
-    timeline = tuple((p, cur.get(p), prev.get(p)) for p in TIMELINE)
+    timeline = timeline_rows(cur, prev)
     facts = [f"{k.replace('_', ' ')}: {fmt.clean(str(val), 120)}" for k, val in _fact_items(log.facts)]
     if spec is not None:
         facts = [*_spec_facts(spec), *spec_history_facts(spec, m.preset, m.launch_id, spec_records or {}), *facts]

@@ -195,3 +195,17 @@ def test_controller_keeps_an_ended_launch_once_in_the_state_dir(tmp_path) -> Non
     assert len(lines) == 1 and '"launch_id": "L1"' in lines[0]
     again = FleetController(fleet, journal=Journal(tmp_path / "journal.jsonl"))
     assert [r.launch_id for r in again.state.spec_records["dfl"]] == ["L1"]
+
+
+def test_the_startup_timeline_has_the_draft_models_own_rows() -> None:
+    from console.ui.screens.server import timeline_table
+    from console.ui.views import timeline_rows
+
+    cur = {"launching": 1.0, "loading_weights": 5.0, "cuda_graph": 3.0, "draft_loading_weights": 2.0}
+    rows = timeline_rows(cur, {"draft_cuda_graph": 1.0})
+    names = [r[0] for r in rows]
+    assert names.index("draft_loading_weights") == names.index("cuda_graph") + 1
+    assert ("draft_cuda_graph", None, 1.0) in rows and "draft_kv_cache" not in names
+    text = timeline_table(rows).plain
+    assert "draft weights" in text and "draft graphs" in text
+    assert [r[0] for r in timeline_rows({"launching": 1.0}, {})] == [r[0] for r in timeline_rows({}, {})]

@@ -41,7 +41,7 @@ def timeline_table(
     c = c or {}
     has_a, has_b = any(a is not None for _, a, _ in rows), any(b is not None for _, _, b in rows)
     ta, tb = sum(a or 0.0 for _, a, _ in rows), sum(b or 0.0 for _, _, b in rows)
-    body = [(fmt.PHASE_WORDS[p], a, b) for p, a, b in rows]
+    body = [(_phase_word(p), a, b) for p, a, b in rows]
     lines = [Content.styled(f"{'phase':<16}{'now':>9}{'last':>9}{'Δ':>9}", "bold")]
     for word, a, b in [*body, ("total", ta if has_a else None, tb if has_b else None)]:
         delta, tone = "", ""
@@ -57,6 +57,17 @@ def timeline_table(
             )
         )
     return Content("\n").join(lines)
+
+
+def _phase_word(p: str) -> str:
+    """`loading weights`, and `draft weights` for a draft model's rows (views.timeline_rows)."""
+    if p.startswith("draft_"):
+        return DRAFT_WORDS.get(p[6:], "draft " + p[6:])[:15]
+    return fmt.PHASE_WORDS.get(Phase(p), p)
+
+
+DRAFT_WORDS = {"loading_weights": "draft weights", "kv_cache": "draft KV cache", "cuda_graph": "draft graphs"}
+"""The draft model's timeline rows, in the 16 columns the phase names have."""
 
 
 PULL_MIN_S = 0.03
