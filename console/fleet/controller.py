@@ -29,6 +29,7 @@ from console.fleet.events import (
     ServerGone,
     ServerMeta,
     ServerSeen,
+    SpecCumulative,
     SpecLaunchRecord,
     TelemetryError,
 )
@@ -40,7 +41,7 @@ from console.fleet.monitor import (
     external_servers,
     shares_process_table,
 )
-from console.fleet.spechistory import SpecHistory, launch_record
+from console.fleet.spechistory import SpecHistory, cumulative_accept, launch_record
 from console.fleet.state import FleetState
 from console.gpu.readings import ComputeApp
 from console.router.spec import ROUTER_PREFIX
@@ -60,6 +61,8 @@ HEALTH_EVERY_S = 1.0
 HEALTH_READY_EVERY_S = 4.0
 """Under the pool's 4.5 s keep-alive, so a ready server's polls reuse one connection (one forward channel)."""
 METRICS_EVERY_S = 5.0
+SPEC_INFO_EVERY_S = 30.0
+"""/server_info for a speculative server's lifetime accept length: a few KB of server args, twice a minute."""
 
 
 class FleetController:
@@ -373,7 +376,40 @@ class FleetController:
                     m = await self._get_metrics(s.name)
                     if m is not None:
                         self.emit([m])
+                if (
+                    s.health == "ok"
+                    and "--speculative-algorithm" in s.meta.argv
+                    and (s.spec_cumulative is None or now - s.spec_cumulative[0] >= SPEC_INFO_EVERY_S)
+                ):
+                    c = await self._get_spec_cumulative(s.name)
+                    if c is not None:
+                        self.emit([c])
             await asyncio.sleep(HEALTH_EVERY_S)
+
+    async def _get_spec_cumulative(self, name: str) -> SpecCumulative | None:
+        """/server_info's lifetime accept length of a speculative server (bounded, parsed off the loop)."""
+        from console.sglang.httpbound import JSON_MAX_BYTES, METRICS_DEADLINE_S
+
+        try:
+            url = await self.server_url(name)
+            http = self.http_pool.client(self.state.servers[name].meta.host)
+            self.http_in_flight += 1
+            try:
+                r, body = await get_retrying_stale(
+                    http,
+                    url + "/server_info",
+                    deadline_s=METRICS_DEADLINE_S,
+                    max_bytes=JSON_MAX_BYTES,
+                    what="/server_info",
+                )
+            finally:
+                self.http_in_flight -= 1
+            if r.status_code != 200:
+                return None
+            value = await asyncio.to_thread(cumulative_accept, body)
+        except (httpx.HTTPError, TransportError, KeyError, ValueError, TimeoutError):
+            return None
+        return None if value is None else SpecCumulative(name, time.time(), value)
 
     async def _get_metrics(self, name: str) -> MetricsSample | None:
         """/metrics (servers started with --enable-metrics): total deadline, size cap, parsed off the event loop."""

@@ -219,6 +219,15 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class SpecCumulative:
+    """/server_info's `avg_spec_accept_length`: the launch's lifetime mean accept length, as the server counts it."""
+
+    server: str
+    at: float
+    accept_len: float
+
+
+@dataclass(frozen=True)
 class SpecLaunchRecord:
     """What one launch with speculative decoding gave (console/fleet/spechistory.py keeps them in the state dir)."""
 
@@ -297,4 +306,5 @@ Event = (
     | ServerAction
     | Notice
     | SpecLaunchRecord
+    | SpecCumulative
 )

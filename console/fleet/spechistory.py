@@ -15,7 +15,7 @@ from console.config import user_state_dir
 from console.fleet.events import SpecLaunchRecord
 from console.fleet.state import ServerState
 from console.masking import mask_argv
-from console.sglang.specdec import percentile, spec_config
+from console.sglang.specdec import percentile, sane_accept_len, spec_config
 
 KEPT_LINES = 5000
 """Launch records read back at most (the newest): years of launches for a team, a bounded read."""
@@ -56,6 +56,18 @@ def preset_median(records: Iterable[SpecLaunchRecord]) -> float | None:
     """The preset's usual accept length: the median of its launches' means."""
     vals = [r.accept_mean for r in records]
     return statistics.median(vals) if vals else None
+
+
+def cumulative_accept(body: bytes) -> float | None:
+    """`internal_states[0].avg_spec_accept_length` of a /server_info body (rank 0, as the logs print), or None."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):  # garbage, or brackets nested past the parser's stack
+        return None
+    states = doc.get("internal_states") if isinstance(doc, dict) else None
+    first = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+    v = first.get("avg_spec_accept_length")
+    return sane_accept_len(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 class SpecHistory:

@@ -45,6 +45,8 @@ class SpecStatus:
     history: tuple[float, ...]
     warnings: tuple[tuple[str, str], ...]
     """(kind, text) of every alarm standing now: accept collapse, and the notes the log raised."""
+    cumulative: tuple[float, float] | None = None
+    """(when, lifetime mean accept length) from /server_info."""
 
     def age_s(self, now: float) -> float | None:
         return None if self.at is None else max(0.0, now - self.at)
@@ -78,7 +80,10 @@ def spec_status(
     for kind, (note, count, _) in s.log.spec_notes.items():
         times = f" ({count} times)" if count > 1 else ""
         warnings.append((kind, note.text + times))
-    return SpecStatus(cfg, acc, rate, at, source, tuple(v for _, v in points), tuple(warnings))
+    cum = s.spec_cumulative
+    if cum is not None and sane_accept_len(cum[1], ceiling or math.inf) is None:
+        cum = None
+    return SpecStatus(cfg, acc, rate, at, source, tuple(v for _, v in points), tuple(warnings), cum)
 
 
 def spec_doc(st: SpecStatus | None, now: float, *, alive: bool = True) -> dict[str, Any] | None:
@@ -104,6 +109,8 @@ def spec_doc(st: SpecStatus | None, now: float, *, alive: bool = True) -> dict[s
         "accept_len_mean": st.mean(),
         "accept_len_p10": percentile(hist, 10),
         "accept_len_p90": percentile(hist, 90),
+        "accept_len_cumulative": round(st.cumulative[1], 3) if st.cumulative else None,
+        "accept_len_cumulative_age_s": round(max(0.0, now - st.cumulative[0]), 1) if st.cumulative else None,
         "warnings": [{"kind": k, "text": t} for k, t in st.warnings],
     }
 

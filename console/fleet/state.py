@@ -33,6 +33,7 @@ from console.fleet.events import (
     ServerMeta,
     ServerRemoved,
     ServerSeen,
+    SpecCumulative,
     SpecLaunchRecord,
     TelemetryError,
 )
@@ -137,6 +138,8 @@ class ServerState:
     """The log model was reset (the server was alive after all): tail chunks wait for a re-read from byte 0."""
     last_health_at: float | None = None
     """When /health last answered 200 (kept after the end, when `health` no longer says anything)."""
+    spec_cumulative: tuple[float, float] | None = None
+    """(when, /server_info's lifetime mean accept length) of a speculative server, read every SPEC_INFO_EVERY_S."""
     decode_at: float | None = None
     """When (console clock) the newest decode line was written, as far as the log's stamps tell: the gen
     throughput's time."""
@@ -474,6 +477,12 @@ class FleetState:
         # another console's launch), read from its log's start; that it is ready is shown, not announced
         return spec + self._phase_notices(s, before, after, ev.at, news=ev.offset > 0 or s.launched_here)
 
+    def _spec_cumulative(self, ev: SpecCumulative) -> list[Notice]:
+        s = self.servers.get(ev.server)
+        if s is not None and s.alive:
+            s.spec_cumulative = (ev.at, ev.accept_len)
+        return []
+
     def _spec_record(self, ev: SpecLaunchRecord) -> list[Notice]:
         recs = self.spec_records.setdefault(ev.preset, [])
         if all(r.launch_id != ev.launch_id for r in recs):
@@ -595,4 +604,5 @@ _HANDLERS: dict[type, Callable[[FleetState, Any], list[Notice]]] = {
     ServerAction: FleetState._action,
     Notice: FleetState._notice,
     SpecLaunchRecord: FleetState._spec_record,
+    SpecCumulative: FleetState._spec_cumulative,
 }

@@ -636,6 +636,8 @@ def _spec_facts(st: SpecStatus) -> list[str]:
     if st.history:
         p10, p90 = percentile(st.history, 10), percentile(st.history, 90)
         out.append(f"accept length: mean {st.mean():.2f} · p10 {p10:.2f} · p90 {p90:.2f} ({len(st.history)} figures)")
+    if st.cumulative is not None:
+        out.append(f"accept length since start (server): {st.cumulative[1]:.2f}")
     return out
 
 

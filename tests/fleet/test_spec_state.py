@@ -209,3 +209,26 @@ def test_the_startup_timeline_has_the_draft_models_own_rows() -> None:
     text = timeline_table(rows).plain
     assert "draft weights" in text and "draft graphs" in text
     assert [r[0] for r in timeline_rows({"launching": 1.0}, {})] == [r[0] for r in timeline_rows({}, {})]
+
+
+def test_server_info_cumulative_figure() -> None:
+    from console.fleet.events import SpecCumulative
+    from console.fleet.spechistory import cumulative_accept
+
+    body = b'{"version": "0.5.11", "internal_states": [{"avg_spec_accept_length": 3.18, "last_gen_throughput": 1}]}'
+    assert cumulative_accept(body) == 3.18
+    for bad in (
+        b"not json",
+        b"[]",
+        b'{"internal_states": []}',
+        b'{"internal_states": [{"avg_spec_accept_length": "x"}]}',
+        b'{"internal_states": [{"avg_spec_accept_length": -2}]}',
+        b"[" * 100_000,
+    ):
+        assert cumulative_accept(bad) is None, bad[:40]
+    st, name = _fleet()
+    t0 = float(int(time.time()))
+    Feeder(st, name).feed(_line(t0, "3.2"), t0)
+    st.apply(SpecCumulative(name, t0 + 1, 3.18))
+    doc = server_doc(st.servers[name], t0 + 3)
+    assert doc["spec"]["accept_len_cumulative"] == 3.18 and doc["spec"]["accept_len_cumulative_age_s"] == 2.0
