@@ -26,6 +26,7 @@ COMMANDS = (
     "diagnose",
     "check",
     "bench",
+    "compare",
     "sim",
     "router",
     "serve",
