@@ -27,6 +27,7 @@ COMMANDS = (
     "diagnose",
     "check",
     "bench",
+    "compare",
     "sim",
     "router",
     "serve",

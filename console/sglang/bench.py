@@ -222,6 +222,21 @@ class LoadGenerator:
             return {}
         return {k: info[k] for k in SERVER_INFO_KEYS if isinstance(info, dict) and k in info}
 
+    async def lifetime_accept_len(self) -> float | None:
+        """/server_info's `internal_states[0].avg_spec_accept_length` (the launch's lifetime mean); None if absent."""
+        import aiohttp
+
+        from console.sglang.specdec import sane_accept_len
+
+        try:
+            info = await self._get_json("/server_info", "/server_info")
+        except (aiohttp.ClientError, TimeoutError, ValueError):
+            return None
+        states = info.get("internal_states") if isinstance(info, dict) else None
+        first = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+        v = first.get("avg_spec_accept_length")
+        return sane_accept_len(float(v)) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
     def body(self, prompt: str, ignore_eos: bool | None = None) -> bytes:
         """The request JSON: streaming with the usage chunk, fixed length via ignore_eos when supported."""
         d: dict[str, Any] = {

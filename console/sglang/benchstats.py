@@ -209,6 +209,8 @@ def previous_record(
     when given, input and output lengths: a sweep at 256 tokens says nothing about one at 1024."""
     best: dict[str, Any] | None = None
     for r in records:
+        if r.get("kind", "bench") != "bench":  # a `compare` record holds two servers' runs, not this one's
+            continue
         if r.get("engine", "console") != engine:
             continue
         if (input_len is not None and r.get("input_len") != input_len) or (
