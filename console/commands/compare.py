@@ -29,7 +29,7 @@ SETTLE_MAX_S = 8.0
 SERVING_WAIT_S = 10.0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "compare",
         help="drafter A/B: the same prompts on two servers, per concurrency tok/s, accept length, TTFT, ITL, B/A",
