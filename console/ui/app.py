@@ -29,6 +29,7 @@ from console.ui import gcpolicy
 from console.ui.actions import MUTATING, ActionsMixin
 from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
 from console.ui.messages import FleetChanged
+from console.ui.probe_note import ProbeNote
 from console.ui.textual_private import MarksFrames, exiting_on_error
 from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
 from console.ui.widgets.help_sheet import take_key
@@ -91,8 +92,8 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         self.bench_runner: Callable[[DflashApp, str], None] | None = None
         """Installed by the bench feature; `b` calls it with the selected server."""
         self.last_probe: ProbeReport | None = None
-        self.last_probe_line = ""
-        """`NAME ✓ health 200 · … (14:03:05)`: the last probe's result, kept on screen (top bar, log bar)."""
+        self.probe_note: ProbeNote | None = None
+        """The last probe's result, on the top bar and its server's log bar for PROBE_SHOWN_S."""
         self.status_line = "" if api is not None else "connecting…"
         self._empty = FleetState()
         self._phases: dict[str, Phase] = {}
