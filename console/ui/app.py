@@ -110,6 +110,8 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         self._dirty_hosts: set[str] | None = None
         """Hosts that events touched since the last sync; None: all of them."""
         self.activity: deque[Notice] = deque(maxlen=200)
+        self._screenshot_dirs: dict[str, str] = {}
+        """The folder each screenshot on its way was sent to, by delivery key (a failure's notice names it)."""
         """Every notice toasted, for the fleet screen's activity panel."""
         loaded = load_themes()
         self.theme_problems = loaded.problems
@@ -471,6 +473,44 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
             return True, f"sim: crashing {name}"
 
         self._run("crash", name, go)
+
+    # -- screenshots (the palette's Screenshot) --------------------------------------------
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """Saved to a folder that exists (console/ui/screenshot.py), not Textual's ~/Downloads, which may not."""
+        from console.ui.screenshot import screenshot_dir
+
+        if path is None:
+            try:
+                path = str(screenshot_dir())
+            except OSError as e:
+                self.notify(f"could not save the screenshot: {e}", title="Screenshot", severity="error", markup=False)
+                return None
+        key = super().deliver_screenshot(filename, path, time_format)
+        if key is not None:
+            self._screenshot_dirs[key] = path
+        return key
+
+    def on_delivery_complete(self, event: events.DeliveryComplete) -> None:
+        """Says where it went, as plain text (Textual's notice reads the path as markup)."""
+        if event.name == "screenshot":
+            event.prevent_default()
+            self._screenshot_dirs.pop(event.key, None)
+            where = str(event.path) if event.path is not None else "the browser"
+            self.notify(f"saved the screenshot to {where}", title="Screenshot", markup=False)
+
+    def on_delivery_failed(self, event: events.DeliveryFailed) -> None:
+        """Says where it tried and why (Textual's notice said neither)."""
+        if event.name == "screenshot":
+            event.prevent_default()
+            where = self._screenshot_dirs.pop(event.key, "?")
+            self.notify(
+                f"could not save the screenshot in {where}: {event.exception}",
+                title="Screenshot",
+                severity="error",
+                markup=False,
+            )
 
     # -- workers, exit -------------------------------------------------------------------
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

@@ -71,12 +71,13 @@ def fit(items: list[Item], width: int) -> list[tuple[str, str]]:
     for text, it in zip(shown, items, strict=True):
         if not text:
             continue
-        if segments:
-            segments.append((GAP, ""))
-            used += cell_len(GAP)
-        room = width - used
+        gap = GAP if segments else ""
+        room = width - used - cell_len(gap)
         if room <= 0:
             break
+        if gap:
+            segments.append((gap, ""))
+            used += cell_len(gap)
         text = cut(text, room)  # the last resort when even the kept forms are too wide: cut at the edge
         segments.append((text, it.style))
         used += cell_len(text)
@@ -88,13 +89,13 @@ def fleet_items(
     hosts: str,
     gpus: str,
     counts: str,
-    filter_note: tuple[str, str] | None,
+    filter_note: tuple[str, ...] | None,
     read_only: bool,
     demo: bool,
     probe: str,
     status: str,
 ) -> list[Item]:
-    """The fleet screen's bar: name, counts, filter (`(long, short)`), read-only, demo, probe result, status.
+    """The fleet screen's bar: name, counts, filter (its forms, longest first), read-only, demo, probe, status.
 
     Gives way in this order: the name, the demo's long label, the probe result (cut, then dropped), the status
     (cut), the host and GPU totals, then the filter's key hints. The phase counts, the filter and READ-ONLY stay."""

@@ -302,7 +302,7 @@ class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
         if self.filter_text:
             n = sum(len(v) for v in self._shown.values())
             said = f"filter “{fmt.clean(self.filter_text, 40)}”: {n} of {fmt.plural(gpus, 'GPU')}"
-            filter_note = (f"{said} (/ edit · esc clear)", f"{said} (esc clears)")
+            filter_note = (f"{said} (/ edit · esc clear)", f"{said} (esc clears)", said)
         items = fleet_items(
             hosts=fmt.plural(len(st.hosts), "host"),
             gpus=fmt.plural(gpus, "GPU"),
