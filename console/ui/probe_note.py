@@ -21,9 +21,9 @@ class ProbeNote:
 
     @property
     def line(self) -> str:
-        """`NAME ✓ health 200 · … (14:03:05)`."""
+        """`✓ NAME health 200 · … (14:03:05)`: the verdict first, so that a bar that cuts it short keeps it."""
         when = time.strftime("%H:%M:%S", time.localtime(self.at))
-        return f"{self.server} {'✓' if self.ok else '✖'} {self.summary} ({when})"
+        return f"{'✓' if self.ok else '✖'} {self.server} {self.summary} ({when})"
 
 
 def shown_probe(note: ProbeNote | None, now: float, server: str | None = None) -> str:

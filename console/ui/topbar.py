@@ -99,7 +99,7 @@ def fleet_items(
 
     Gives way in this order: the name, the demo's long label, the probe result (cut, then dropped), the status
     (cut), the host and GPU totals, then the filter's key hints. The phase counts, the filter and READ-ONLY stay."""
-    items = [Item(("dflash-console › fleet",), "bold", rank=0)]
+    items = [Item(("dflash-console › fleet ",), "bold", rank=0)]  # a wider gap after the name
     items.append(Item((f"{hosts} · {gpus} · {counts}", f"{gpus} · {counts}", counts), rank=4, keep=True))
     if filter_note is not None:
         items.append(Item(filter_note, "bold reverse", rank=6, keep=True))

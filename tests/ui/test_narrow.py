@@ -23,7 +23,7 @@ from tests.ui.waits import until
 
 SERVING = "qwen3-8b@ct129:gpu0-1"
 LOADING = "qwen36-gen@blackwell:gpu0"
-PROBE = f"{SERVING} ✓ health 200 · model Qwen3-8B · TTFT 120 ms · 88 tok/s (14:03:05)"
+PROBE = f"✓ {SERVING} health 200 · model Qwen3-8B · TTFT 120 ms · 88 tok/s (14:03:05)"
 COUNTS = "2 serving · 1 starting · 1 crashed"
 
 
@@ -50,13 +50,13 @@ def test_top_bar_keeps_counts_and_filter_and_cuts_the_probe_first() -> None:
     said = "filter “glm”: 1 of 6 GPUs"
     note = (f"{said} (/ edit · esc clear)", f"{said} (esc clears)", said)
     wide = bar(260, filter_note=note, demo=True, probe=PROBE)
-    assert wide.startswith("dflash-console › fleet  2 hosts · 6 GPUs · " + COUNTS) and "(/ edit · esc clear)" in wide
+    assert wide.startswith("dflash-console › fleet   2 hosts · 6 GPUs · " + COUNTS) and "(/ edit · esc clear)" in wide
     assert "demo (simulated fleet)" in wide and wide.endswith(f"probe: {PROBE}")
     narrow = bar(78, filter_note=note, demo=True, probe=PROBE)
     assert len(narrow) <= 78 and COUNTS in narrow and said in narrow, narrow
     assert narrow.endswith("  demo") and "probe" not in narrow  # no room left for a useful part of it
     cut = bar(78, probe=PROBE)
-    assert len(cut) == 78 and "2 hosts · 6 GPUs · " + COUNTS in cut and "probe: qwen3-8b" in cut, cut
+    assert len(cut) == 78 and "2 hosts · 6 GPUs · " + COUNTS in cut and "probe: ✓ qwen3-8b" in cut, cut
     assert cut.endswith("…") and "dflash-console" not in cut  # the name went first, then the probe was cut
     assert bar(78, read_only=True, filter_note=note, probe=PROBE, status="connecting…").count("READ-ONLY") == 1
     assert len(bar(20, filter_note=note, read_only=True)) <= 20  # even past every form: cut at the edge
@@ -64,7 +64,7 @@ def test_top_bar_keeps_counts_and_filter_and_cuts_the_probe_first() -> None:
 
 def test_a_probe_note_expires_and_names_its_server() -> None:
     note = ProbeNote(SERVING, True, "health 200", NOW)
-    assert shown_probe(note, NOW + 1).startswith(f"{SERVING} ✓ health 200 (")
+    assert shown_probe(note, NOW + 1).startswith(f"✓ {SERVING} health 200 (")
     assert shown_probe(note, NOW + PROBE_SHOWN_S) == ""
     assert shown_probe(note, NOW + 1, SERVING) and shown_probe(note, NOW + 1, LOADING) == ""
     assert shown_probe(None, NOW) == ""
@@ -122,7 +122,7 @@ async def test_the_probe_expires_from_the_top_bar_and_shows_on_its_own_server_on
         await pilot.press("p")
         await app.workers.wait_for_complete()
         await until(pilot, lambda: "probe:" in top(app), lambda: f"the probe on the top bar: {top(app)!r}", 3)
-        assert f"probe: {SERVING} ✓ health 200" in top(app)
+        assert f"probe: ✓ {SERVING} health 200" in top(app)
         app.open_server(LOADING)  # another server's screen: not its probe
         await until(pilot, lambda: isinstance(app.screen, ServerScreen) and "following" in logbar(app), "log bar")
         assert "probe" not in logbar(app)
