@@ -483,7 +483,7 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
 
         if path is None:
             try:
-                path = str(screenshot_dir())
+                path = str(screenshot_dir(demo=self.demo is not None))
             except OSError as e:
                 self.notify(f"could not save the screenshot: {e}", title="Screenshot", severity="error", markup=False)
                 return None

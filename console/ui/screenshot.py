@@ -9,7 +9,9 @@ import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from console.config import user_state_dir
+import platformdirs
+
+from console.config import APP_NAME, user_state_dir
 
 XDG_USER_DIR_TIMEOUT_S = 2.0
 
@@ -43,12 +45,14 @@ def xdg_download_dir() -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def screenshot_dir() -> Path:
-    """The folder a screenshot goes to now, made if it is the state folder's."""
+def screenshot_dir(demo: bool = False) -> Path:
+    """The folder a screenshot goes to now, made if it is the state folder's. The demo's state folder is a temp
+    folder removed when it ends: a demo's screenshot falls back to the user's own state folder instead."""
     env = os.environ
     home = Path.home()
     given = env.get("XDG_DOWNLOAD_DIR")
     answer = None if given and Path(os.path.expanduser(given)).is_dir() else xdg_download_dir()
-    path = choose_dir(env, home, answer, user_state_dir(), Path.is_dir)
+    state = Path(platformdirs.user_state_dir(APP_NAME)) if demo else user_state_dir()
+    path = choose_dir(env, home, answer, state, Path.is_dir)
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -242,3 +242,19 @@ def test_screenshot_folder_order(tmp_path: Path) -> None:
     (home / "Downloads").mkdir()
     assert pick({}, None) == home / "Downloads"
     assert pick({}, str(xdg)) == xdg
+
+
+def test_a_demo_screenshot_outlives_the_demo(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The demo points DFLASH_STATE_DIR at its temp tree, removed when it ends: its screenshots go to the user's own
+    state folder instead."""
+    from console.ui.screenshot import screenshot_dir
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_DOWNLOAD_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    monkeypatch.setenv("DFLASH_STATE_DIR", str(tmp_path / "dfc-demo-x" / "state"))
+    assert screenshot_dir() == tmp_path / "dfc-demo-x" / "state" / "screenshots"
+    kept = screenshot_dir(demo=True)
+    assert kept == tmp_path / "xdg-state" / "dflash-console" / "screenshots" and kept.is_dir()
