@@ -258,3 +258,37 @@ def test_a_demo_screenshot_outlives_the_demo(tmp_path: Path, monkeypatch) -> Non
     assert screenshot_dir() == tmp_path / "dfc-demo-x" / "state" / "screenshots"
     kept = screenshot_dir(demo=True)
     assert kept == tmp_path / "xdg-state" / "dflash-console" / "screenshots" and kept.is_dir()
+
+
+async def test_a_focused_router_bands_keys_fit_with_help() -> None:
+    """A router band's keys are longer than a pane's (`l Router up s Router down …`): at 80 columns they pushed
+    `? Help` off the fleet's footer."""
+    from console.config import Fleet
+    from console.router.spec import RouterSpec
+    from console.ui.widgets.router_band import RouterBand
+    from tests.ui.fakes import demo_fleet
+
+    base = demo_fleet()
+    fleet = Fleet(
+        hosts=base.hosts,
+        presets=base.presets,
+        routers={"gen": RouterSpec(host="blackwell", presets=["qwen36-gen"], port=31080)},
+    )
+    app = DflashApp(FakeApi(scenario(), fleet=fleet), clock=lambda: NOW, backend=FakeBackend())
+    async with app.run_test(size=(80, 24)) as pilot:
+        band = await _first(pilot, lambda: next(iter(app.screen.query(RouterBand)), None), "the router band")
+        band.focus()
+        await until(
+            pilot,
+            lambda: "router_up" in [str(getattr(k, "action", "")) for k in app.screen.query("FooterKey")],
+            "the band's keys in the footer",
+        )
+        await pilot.pause()
+        shown = footer_fits(app, 80)
+        assert "help" in shown and "router_up" in shown and "router_down" in shown, shown
+
+
+async def _first(pilot, get, what: str):  # type: ignore[no-untyped-def]
+    found: list[object] = []
+    await until(pilot, lambda: found.append(get()) or found[-1] is not None, what)
+    return found[-1]
