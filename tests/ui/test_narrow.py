@@ -189,6 +189,12 @@ async def test_the_footer_refits_when_the_terminal_narrows() -> None:
         await pilot.resize_terminal(112, 30)  # the palette key still shown, the keys wide: two fewer fit
         await until(pilot, lambda: "toggle_info" not in footer_fits(app, 112), "the footer refitted")
         assert "help" in footer_fits(app, 112)
+        await pilot.resize_terminal(80, 24)  # compact now, and no palette key
+        await until(pilot, lambda: footer_fits(app, 80) and app.screen.query_one(ConsoleFooter).compact, "compact")
+        await pilot.pause(0.3)
+        assert "help" in footer_fits(app, 80)
+        await pilot.resize_terminal(130, 30)  # and back: every key again
+        await until(pilot, lambda: "toggle_info" in footer_fits(app, 130), "every key back")
 
 
 async def test_palette_screenshot_goes_to_a_folder_that_exists(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

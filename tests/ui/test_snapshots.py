@@ -218,3 +218,8 @@ def test_narrow_server_help(snap_compare) -> None:  # type: ignore[no-untyped-de
 def test_narrow_command_palette(snap_compare) -> None:  # type: ignore[no-untyped-def]
     """The palette over the fleet, its commands for the selected server listed."""
     assert snap_compare(app_for(), terminal_size=NARROW, run_before=press("ctrl+p", *"server"))
+
+
+def test_narrow_theme_picker(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """`t` (and the palette's theme command) over the fleet."""
+    assert snap_compare(app_for(), terminal_size=NARROW, run_before=press("t"))

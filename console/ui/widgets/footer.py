@@ -111,11 +111,11 @@ class ConsoleFooter(Footer):
         narrow = width < COMPACT_BELOW
         if self.compact != narrow:
             self.compact = narrow
-        if self.show_command_palette == narrow:
-            self._shown = None  # the recompose this sets off reads the bindings anew
+        palette = self.show_command_palette
+        if palette == narrow:
             self.show_command_palette = not narrow  # ctrl+p is still listed by `?`
-        elif self._kept is not None and self._choose(width, narrow, self.show_command_palette) != self._kept:
-            self._shown = None  # more or fewer of the keys fit now
+        if self._kept is not None and (palette == narrow or self._choose(width, narrow, not narrow) != self._kept):
+            self._shown = None  # the palette key came or went, or more or fewer keys fit: compose them anew
             self.refresh(recompose=True)
 
 
