@@ -119,7 +119,8 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen):
     ServerScreen #diag.-show { display: block; }
     ServerScreen #body { height: 1fr; }
     ServerScreen LogView { width: 1fr; height: 1fr; }
-    ServerScreen #logbar { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
+    ServerScreen #logbar { height: 1; padding: 0 1; background: $panel; color: $text-muted; text-wrap: nowrap;
+                           text-overflow: ellipsis; }
     ServerScreen #side { width: 56; height: 1fr; border-left: solid $panel-lighten-2; padding: 0 1; }
     ServerScreen.-narrow #body { layout: vertical; }
     ServerScreen.-narrow #side { width: 1fr; height: 12; border-left: none; border-top: solid $panel-lighten-2; }
