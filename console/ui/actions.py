@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -12,6 +11,7 @@ from rich.text import Text
 from console.fleet.events import Notice, NoticeKind
 from console.remote_text import for_terminal
 from console.ui.messages import ActionDone
+from console.ui.probe_note import ProbeNote
 
 if TYPE_CHECKING:
     from collections import deque
@@ -32,7 +32,7 @@ class ActionHost(Protocol):
     activity: deque[Notice]
     acting: set[str]
     last_probe: ProbeReport | None
-    last_probe_line: str
+    probe_note: ProbeNote | None
 
     @property
     def bench_runner(self) -> Callable[[Any, str], None] | None:
@@ -199,8 +199,7 @@ class ActionsMixin:
             url = await api.server_url(name)
             report = await backend.probe(url, app.api_key_for(name))
             app.last_probe = report
-            when = time.strftime("%H:%M:%S", time.localtime(app.now()))
-            app.last_probe_line = f"{name} {'✓' if report.ok else '✖'} {report.summary} ({when})"
+            app.probe_note = ProbeNote(name, report.ok, report.summary, app.now())
             return report.ok, report.summary
 
         self._run("probe", name, go)

@@ -29,6 +29,7 @@ from console.ui import gcpolicy
 from console.ui.actions import MUTATING, ActionsMixin
 from console.ui.backend import ChatBackend, ProbeReport, SglangBackend
 from console.ui.messages import FleetChanged
+from console.ui.probe_note import ProbeNote
 from console.ui.textual_private import MarksFrames, exiting_on_error
 from console.ui.themes import DEFAULT_THEME, SEMANTIC_DEFAULTS, load_themes
 from console.ui.widgets.help_sheet import take_key
@@ -91,8 +92,8 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         self.bench_runner: Callable[[DflashApp, str], None] | None = None
         """Installed by the bench feature; `b` calls it with the selected server."""
         self.last_probe: ProbeReport | None = None
-        self.last_probe_line = ""
-        """`NAME ✓ health 200 · … (14:03:05)`: the last probe's result, kept on screen (top bar, log bar)."""
+        self.probe_note: ProbeNote | None = None
+        """The last probe's result, on the top bar and its server's log bar for PROBE_SHOWN_S."""
         self.status_line = "" if api is not None else "connecting…"
         self._empty = FleetState()
         self._phases: dict[str, Phase] = {}
@@ -111,6 +112,9 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
         self.activity: deque[Notice] = deque(maxlen=200)
         self.acting: set[str] = set()
         """Targets of the actions running now (ActionsMixin._run): their steps wait for the outcome line."""
+
+        self._screenshot_dirs: dict[str, str] = {}
+        """The folder each screenshot on its way was sent to, by delivery key (a failure's notice names it)."""
         """Every notice toasted, for the fleet screen's activity panel."""
         loaded = load_themes()
         self.theme_problems = loaded.problems
@@ -516,6 +520,44 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
             return True, f"sim: {name}'s drafter {'collapsed' if p == 0.0 else 'recovered'}"
 
         self._run("drafter", name, go)
+
+    # -- screenshots (the palette's Screenshot) --------------------------------------------
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """Saved to a folder that exists (console/ui/screenshot.py), not Textual's ~/Downloads, which may not."""
+        from console.ui.screenshot import screenshot_dir
+
+        if path is None:
+            try:
+                path = str(screenshot_dir(demo=self.demo is not None))
+            except OSError as e:
+                self.notify(f"could not save the screenshot: {e}", title="Screenshot", severity="error", markup=False)
+                return None
+        key = super().deliver_screenshot(filename, path, time_format)
+        if key is not None:
+            self._screenshot_dirs[key] = path
+        return key
+
+    def on_delivery_complete(self, event: events.DeliveryComplete) -> None:
+        """Says where it went, as plain text (Textual's notice reads the path as markup)."""
+        if event.name == "screenshot":
+            event.prevent_default()
+            self._screenshot_dirs.pop(event.key, None)
+            where = str(event.path) if event.path is not None else "the browser"
+            self.notify(f"saved the screenshot to {where}", title="Screenshot", markup=False)
+
+    def on_delivery_failed(self, event: events.DeliveryFailed) -> None:
+        """Says where it tried and why (Textual's notice said neither)."""
+        if event.name == "screenshot":
+            event.prevent_default()
+            where = self._screenshot_dirs.pop(event.key, "?")
+            self.notify(
+                f"could not save the screenshot in {where}: {event.exception}",
+                title="Screenshot",
+                severity="error",
+                markup=False,
+            )
 
     # -- workers, exit -------------------------------------------------------------------
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

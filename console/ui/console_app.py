@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from console.fleet.events import Notice
     from console.fleet.state import FleetState
     from console.ui.backend import ChatBackend
+    from console.ui.probe_note import ProbeNote
 
 
 class ConsoleApp(Protocol):
@@ -52,7 +53,7 @@ class ConsoleApp(Protocol):
     def backend(self) -> ChatBackend: ...
 
     @property
-    def last_probe_line(self) -> str: ...
+    def probe_note(self) -> ProbeNote | None: ...
 
     @property
     def bench_runner(self) -> Callable[..., None] | None: ...

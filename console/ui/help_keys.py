@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from textual.content import Content
@@ -107,17 +108,10 @@ def key_table(rows: list[Row], width: int = 0) -> Content:
     kw = max([3, *(len(k) for k, _, _, _ in rows)])
     iw = max([len(HEADING), *(len(i) for _, _, i, _ in rows)])
     head = Content.styled(f"{'key'.ljust(kw)}  {HEADING.ljust(iw)}  what it does", "dim")
-    blocks: list[list[Content]] = []
-    for title, members in grouped(rows):
-        block = [Content.styled(title, "bold underline")]
-        for keys, desc, ident, enabled in members:
-            block.append(
-                Content.assemble(
-                    (keys.ljust(kw), "bold"), "  ", (ident.ljust(iw), "dim"), "  ", (desc, "" if enabled else "dim")
-                )
-            )
-        blocks.append(block)
+    blocks = _blocks(rows, kw, iw, 0)
     columns = pack(blocks, 1) if not width else _fitting(blocks, width, head.cell_length)
+    if width and len(columns) == 1 and any(line.cell_length > width for line in columns[0]):
+        columns = pack(_blocks(rows, kw, iw, width), 1)  # one column and still too wide: wrap under the text
     widths = [max([head.cell_length, *(line.cell_length for line in col)]) for col in columns]
     lines: list[Content] = []
     for y in range(max((len(c) for c in columns), default=0) + 1):
@@ -128,6 +122,25 @@ def key_table(rows: list[Row], width: int = 0) -> Content:
             line += part if last else part + " " * (widths[x] + COLUMN_GAP - part.cell_length)
         lines.append(line)
     return Content("\n").join(lines)
+
+
+def _blocks(rows: list[Row], kw: int, iw: int, width: int) -> list[list[Content]]:
+    """A heading and a line per key for each group; with `width`, a description too long for it goes on in lines
+    of its own under where it starts (not back at the left edge, under the keys)."""
+    indent = kw + 2 + iw + 2
+    room = width - indent if width else 0
+    blocks: list[list[Content]] = []
+    for title, members in grouped(rows):
+        block = [Content.styled(title, "bold underline")]
+        for keys, desc, ident, enabled in members:
+            parts = textwrap.wrap(desc, room) if room >= 20 and len(desc) > room else [desc]
+            tone = "" if enabled else "dim"
+            block.append(
+                Content.assemble((keys.ljust(kw), "bold"), "  ", (ident.ljust(iw), "dim"), "  ", (parts[0], tone))
+            )
+            block += [Content.assemble(" " * indent, (part, tone)) for part in parts[1:]]
+        blocks.append(block)
+    return blocks
 
 
 def _fitting(blocks: list[list[Content]], width: int, least: int) -> list[list[Content]]:

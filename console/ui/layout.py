@@ -16,8 +16,9 @@ PANE_MIN_WIDTH = 36
 PANE_MIN_HEIGHT = 7
 """Five rows inside the border: VRAM, util, server, status, tok/s. Below this the list scrolls."""
 PANE_MAX_HEIGHT = 30
-TOPBAR_MIN_ROWS = 30
-"""Terminals shorter than this drop the top bar (the host headers carry the counts)."""
+ACTIVITY_MIN_ROWS = 30
+"""Terminals shorter than this have no activity panel (its rows go to the panes). The top bar stays at every
+size: an active filter, a probe's result and the fleet's totals are only on it."""
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,6 @@ class FleetLayout:
     shelves: tuple[tuple[BandPlace, ...], ...]
     pane_height: int
     activity_height: int
-    topbar: bool
 
     def place(self, host: str) -> BandPlace | None:
         return next((b for s in self.shelves for b in s if b.host == host), None)
@@ -56,8 +56,7 @@ def fleet_layout(
     `extra`: rows a host's band has besides its header and panes (its router bands, 2 rows each).
     """
     extra = extra or {}
-    topbar = height >= TOPBAR_MIN_ROWS
-    avail = max(0, height - 1 - int(topbar))  # the footer, the top bar
+    avail = max(0, height - 2)  # the footer, the top bar
     max_cols = max(1, width // PANE_MIN_WIDTH)
     shelves: list[list[BandPlace]] = []
     used = max_cols
@@ -72,12 +71,12 @@ def fleet_layout(
     fixed = sum(
         1 + max(extra.get(b.host, 0) for b in s) + (1 if all(b.rows == 0 for b in s) else 0) for s in shelves
     )  # headers, router bands, "waiting" lines
-    want_activity = 0 if height < TOPBAR_MIN_ROWS else min(8, max(3, height // 10))
+    want_activity = 0 if height < ACTIVITY_MIN_ROWS else min(8, max(3, height // 10))
     if pane_rows == 0:
-        return FleetLayout(tuple(tuple(s) for s in shelves), PANE_MIN_HEIGHT, max(0, avail - fixed), topbar)
+        return FleetLayout(tuple(tuple(s) for s in shelves), PANE_MIN_HEIGHT, max(0, avail - fixed))
     pane_h = (avail - fixed - want_activity) // pane_rows
     pane_h = max(PANE_MIN_HEIGHT, min(PANE_MAX_HEIGHT, pane_h))
     activity = max(0, avail - fixed - pane_h * pane_rows)
     if activity < 3:
         activity = 0  # a one-line activity panel says less than the pane row it would cost
-    return FleetLayout(tuple(tuple(s) for s in shelves), pane_h, activity, topbar)
+    return FleetLayout(tuple(tuple(s) for s in shelves), pane_h, activity)

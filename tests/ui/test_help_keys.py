@@ -64,3 +64,14 @@ def test_pack_uses_the_fewest_rows_for_n_columns_in_order() -> None:
     assert len(pack(blocks, 4)) == 4 and max(len(c) for c in pack(blocks, 4)) == 3
     assert len(pack(blocks, 1)) == 1 and len(pack(blocks, 1)[0]) == 15
     assert pack([], 3) == [[]]
+
+
+def test_a_narrow_terminal_wraps_a_long_description_under_its_column() -> None:
+    """At 80 columns `/`'s and `o`'s descriptions went on at the left edge, under the keys."""
+    width = 60
+    lines = _lines(width)
+    assert all(len(ln) <= width for ln in lines), [ln for ln in lines if len(ln) > width]
+    start = next(ln for ln in lines if " older-log " in f" {ln} ").index("View")
+    i = next(i for i, ln in enumerate(lines) if "View the previous" in ln)
+    rest = lines[i + 1]
+    assert rest[:start].strip() == "" and rest[start:].strip() and "current" in " ".join(lines[i : i + 3])

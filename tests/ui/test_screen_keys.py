@@ -180,12 +180,12 @@ async def test_the_last_probe_stays_on_screen(make_app) -> None:  # type: ignore
         await app.workers.wait_for_complete()
         # the next sync, not the toast, puts it in the top bar
         await until(pilot, lambda: "probe:" in top(app), lambda: f"the probe in the top bar: {top(app)}", 3)
-        assert f"probe: {SERVING} ✓ health 200 · model Qwen3-8B" in str(app.screen.query_one("#topbar").render())
+        assert f"probe: ✓ {SERVING} health 200 · model Qwen3-8B" in str(app.screen.query_one("#topbar").render())
         app.open_server(SERVING)
         await until(
             pilot, lambda: isinstance(app.screen, ServerScreen) and "probe:" in logbar(app), "the probe in the log bar"
         )
-        assert f"probe: {SERVING} ✓ health 200" in str(app.screen.query_one("#logbar").render())
+        assert f"probe: ✓ {SERVING} health 200" in str(app.screen.query_one("#logbar").render())
 
 
 async def test_a_reopened_server_screen_is_resumed_as_it_was_left(make_app) -> None:  # type: ignore[no-untyped-def]

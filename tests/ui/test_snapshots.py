@@ -115,3 +115,111 @@ def test_help(snap_compare) -> None:  # type: ignore[no-untyped-def]
 
 def test_read_only(snap_compare) -> None:  # type: ignore[no-untyped-def]
     assert snap_compare(app_for(read_only=True), terminal_size=(120, 36), run_before=focus("ct129", 0))
+
+
+# -- 80×24, every screen (the smallest size the console promises; tests/ui/test_narrow.py checks the rules) -----
+NARROW = (80, 24)
+
+
+def press(*keys: str, host: str = "ct129", gpu: int = 0, wait: bool = False):  # type: ignore[no-untyped-def]
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await focus(host, gpu)(pilot)
+        for k in keys:
+            await pilot.press(k)
+            await pilot.pause()
+        if wait:
+            await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+
+    return run
+
+
+def test_narrow_server_screen_serving(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await focus("ct129", 0)(pilot)
+        await pilot.press("enter")
+        await settle_log(pilot, lambda v: v.max_scroll_y > 0 and v.scroll_y == v.max_scroll_y)
+
+    assert snap_compare(app_for(), terminal_size=NARROW, run_before=run)
+
+
+def test_narrow_fleet_filter(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """A filter that hides 5 of 6 GPUs says so on the top bar."""
+    assert snap_compare(app_for(), terminal_size=NARROW, run_before=press("slash", *"glm", "enter"))
+
+
+def test_narrow_fleet_probe(snap_compare, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A probe's result on the top bar, cut to the room the counts leave."""
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")  # the result says when it came, in local time
+    time.tzset()
+
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await press("p", wait=True)(pilot)
+        pilot.app.screen.sync()  # the top bar takes it at the next sync, not the toast's
+        pilot.app.clear_notifications()  # the toast goes after 4 s: a snapshot taken later must not differ
+        await pilot.pause(0.2)
+
+    try:
+        assert snap_compare(app_for(), terminal_size=NARROW, run_before=run)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+def test_narrow_read_only(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(read_only=True), terminal_size=NARROW, run_before=focus("ct129", 0))
+
+
+def test_narrow_chat_answer(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await focus("ct129", 0)(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press(*"What is the capital of France?", "enter")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(app_for(), terminal_size=NARROW, run_before=run)
+
+
+def test_narrow_launch_picker(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(), terminal_size=NARROW, run_before=press("l", host="blackwell", gpu=3))
+
+
+def test_narrow_launch_preview(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(), terminal_size=NARROW, run_before=press("l", "enter", host="blackwell", wait=True))
+
+
+def test_narrow_bench_dialog(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(), terminal_size=NARROW, run_before=press("b"))
+
+
+def test_narrow_stop_confirmation(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(), terminal_size=NARROW, run_before=press("s"))
+
+
+def test_narrow_help(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app_for(), terminal_size=NARROW, run_before=press("question_mark"))
+
+
+def test_narrow_server_help(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await focus("ct129", 0)(pilot)
+        await pilot.press("enter")
+        await settle_log(pilot, lambda v: v.max_scroll_y > 0 and v.scroll_y == v.max_scroll_y)
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app_for(), terminal_size=NARROW, run_before=run)
+
+
+def test_narrow_command_palette(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """The palette over the fleet, its commands for the selected server listed."""
+    assert snap_compare(app_for(), terminal_size=NARROW, run_before=press("ctrl+p", *"server"))
+
+
+def test_narrow_theme_picker(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """`t` (and the palette's theme command) over the fleet."""
+    assert snap_compare(app_for(), terminal_size=NARROW, run_before=press("t"))

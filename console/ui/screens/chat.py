@@ -103,8 +103,12 @@ class ChatScreen(Screen[Any]):
         ),
         Binding("ctrl+l", "clear", "Clear", id="chat-clear", tooltip="Start a new conversation."),
     ]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    """Under 110 columns the bar's knobs go on a second row (at 80 the temperature and thinking were off screen)."""
     DEFAULT_CSS = """
     ChatScreen #bar { height: 3; padding: 0 1; }
+    ChatScreen.-narrow #bar { layout: grid; grid-size: 6 2; grid-columns: auto auto auto auto auto 1fr; height: 6; }
+    ChatScreen.-narrow #bar #server { column-span: 5; width: 1fr; }
     ChatScreen #bar Select { width: 1fr; min-width: 30; }
     ChatScreen #bar Input { width: 12; }
     ChatScreen #bar Label { padding: 1 1 0 1; }

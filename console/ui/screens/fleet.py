@@ -20,7 +20,9 @@ from console.ui.actions import MUTATING
 from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.console_app import console_app
 from console.ui.layout import FleetLayout, fleet_layout
+from console.ui.probe_note import shown_probe
 from console.ui.textual_private import LayoutOnce, QuietFrames, StillStrips
+from console.ui.topbar import fit, fleet_items
 from console.ui.views import pane_matches, pane_view
 from console.ui.visibility import update_row, visible_widgets
 from console.ui.widgets.activity import ActivityLog
@@ -34,7 +36,7 @@ from console.ui.widgets.router_band import RouterBand
 class HostList(VerticalScroll, can_focus=False, inherit_bindings=False):
     """The scrolling column of host bands; arrow keys belong to the pane selection, not to scrolling."""
 
-    DEFAULT_CSS = "HostList { height: auto; max-height: 100%; }"
+    DEFAULT_CSS = "HostList { height: auto; scrollbar-size-vertical: 1; }"
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
@@ -140,6 +142,8 @@ class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen[Any]):
         Binding("up,k", "move(0, -1)", "↑", id="up", show=False, tooltip="Select the GPU above."),
         Binding("down,j", "move(0, 1)", "↓", id="down", show=False, tooltip="Select the GPU below."),
     ]
+    FOOTER_SPARE = ("details", "filter")
+    """Footer keys left out first when they do not all fit (a focused router band's keys are longer; `?` has all)."""
     DEFAULT_CSS = """
     FleetScreen #fleet-filter { dock: bottom; display: none; height: 3; }
     FleetScreen #fleet-filter.-show { display: block; }
@@ -151,6 +155,7 @@ class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen[Any]):
         self.selection: tuple[str, int] | None = None
         self._topbar: Static | None = None
         self._box: HostList | None = None
+        self._box_rows = 0
         self._activity: ActivityLog | None = None
         self._bands: dict[str, HostBand] = {}
         self._shelves: tuple[tuple[str, ...], ...] = ()
@@ -224,6 +229,10 @@ class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen[Any]):
         for r in routers.values():
             extra[r.host] = extra.get(r.host, 0) + 2  # a RouterBand is two rows (console/ui/widgets/router_band.py)
         lay = fleet_layout(size.width, size.height, [(h, len(shown[h])) for h in names], extra)
+        rows = max(1, size.height - 2)  # all but the top bar and the footer: the list scrolls, not the screen
+        if rows != self._box_rows:
+            self._box_rows = rows
+            self._box.styles.max_height = rows
         if lay != self.layout_now:
             self.layout_now, hosts = lay, None
             self._place(lay)
@@ -271,8 +280,6 @@ class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen[Any]):
                 placed = self._bands.get(b.host)
                 if placed is not None:
                     placed.place(b, lay.pane_height)
-        if self._topbar is not None:
-            self._topbar.set_class(not lay.topbar, "-hidden")
         if self._activity is not None:
             self._activity.set_class(lay.activity_height == 0, "-none")  # else it takes the rows left (1fr)
 
@@ -293,31 +300,23 @@ class FleetScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen[Any]):
             return
         st = app.state
         gpus = sum(len(h.gpus) for h in st.hosts.values())
-        counts = fmt.server_counts(s.phase for s in st.servers.values())
-        parts: list[tuple[str, str] | str] = [
-            ("dflash-console", "bold"),
-            " › fleet",
-            f"   {fmt.plural(len(st.hosts), 'host')} · {fmt.plural(gpus, 'GPU')} · {counts}",
-        ]
+        filter_note = None
         if self.filter_text:
             n = sum(len(v) for v in self._shown.values())
-            parts.append(
-                (
-                    f"  filter “{fmt.clean(self.filter_text, 40)}”: {n} of {fmt.plural(gpus, 'GPU')} "
-                    "(/ edit · esc clear)",
-                    "bold reverse",
-                )
-            )
-        if app.read_only:
-            parts.append(("  READ-ONLY ", "bold reverse"))
-        if app.demo is not None:
-            parts.append(("  demo (simulated fleet)", "italic"))
-        probe = getattr(app, "last_probe_line", "")
-        if probe:
-            parts.append("  probe: " + fmt.clean(probe, 120))
-        if app.status_line:
-            parts.append("  " + fmt.clean(app.status_line, 200))
-        update_row(bar, Content.assemble(*parts))
+            said = f"filter “{fmt.clean(self.filter_text, 40)}”: {n} of {fmt.plural(gpus, 'GPU')}"
+            filter_note = (f"{said} (/ edit · esc clear)", f"{said} (esc clears)", said)
+        items = fleet_items(
+            hosts=fmt.plural(len(st.hosts), "host"),
+            gpus=fmt.plural(gpus, "GPU"),
+            counts=fmt.server_counts(s.phase for s in st.servers.values()),
+            filter_note=filter_note,
+            read_only=app.read_only,
+            demo=app.demo is not None,
+            probe=fmt.clean(shown_probe(app.probe_note, app.now()), 200),
+            status=fmt.clean(app.status_line, 200) if app.status_line else "",
+        )
+        width = max(0, self.app.size.width - bar.styles.gutter.width)
+        update_row(bar, Content.assemble(*fit(items, width)))
 
     def on_resize(self) -> None:
         self.sync()

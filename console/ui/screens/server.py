@@ -23,6 +23,7 @@ from console.ui import format as fmt
 from console.ui.bindings import refresh_bindings_if_changed
 from console.ui.console_app import console_app
 from console.ui.logsearch import find_traceback
+from console.ui.probe_note import shown_probe
 from console.ui.screens.fleet import QuietFocus, ServerKeys
 from console.ui.static_text import update_static
 from console.ui.textual_private import LayoutOnce, QuietFrames, StillStrips, draw_now
@@ -121,6 +122,8 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen[Any])
         Binding("i", "toggle_info", "Info", id="info", tooltip="Show/hide timeline and command."),
         *ServerKeys.SERVER_BINDINGS,
     ]
+    FOOTER_SPARE = ("toggle_info", "traceback")
+    """Footer keys left out first when they do not all fit (80 columns; `?` lists them, the diagnosis names `x`)."""
     DEFAULT_CSS = """
     ServerScreen #head { height: auto; padding: 0 1; background: $panel; }
     ServerScreen #diag { height: auto; padding: 0 1; border-left: thick $phase-crashed; margin: 0 0 0 1;
@@ -128,7 +131,8 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen[Any])
     ServerScreen #diag.-show { display: block; }
     ServerScreen #body { height: 1fr; }
     ServerScreen LogView { width: 1fr; height: 1fr; }
-    ServerScreen #logbar { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
+    ServerScreen #logbar { height: 1; padding: 0 1; background: $panel; color: $text-muted; text-wrap: nowrap;
+                           text-overflow: ellipsis; }
     ServerScreen #side { width: 56; height: 1fr; border-left: solid $panel-lighten-2; padding: 0 1; }
     ServerScreen.-narrow #body { layout: vertical; }
     ServerScreen.-narrow #side { width: 1fr; height: 12; border-left: none; border-top: solid $panel-lighten-2; }
@@ -304,6 +308,8 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen[Any])
         view = self.query_one(LogView)
         srv = self.current_server()
         matches = len(view.matches) if view.query_text else 0
+        app = console_app(self)
+        probe = shown_probe(app.probe_note, app.now(), self.server_name)  # its own server's, while recent
         key = (
             view.follow,
             view.filtered,
@@ -313,7 +319,7 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen[Any])
             view.current,
             self.older[:2] if self.older else None,
             len(srv.previous_logs) if srv else 0,
-            console_app(self).last_probe_line,
+            probe,
         )
         if key == self._bar:
             return
@@ -342,7 +348,6 @@ class ServerScreen(QuietFocus, ServerKeys, LayoutOnce, QuietFrames, Screen[Any])
             )
         if srv is not None and srv.previous_logs and self.older is None:
             parts.append(f" · {fmt.plural(len(srv.previous_logs), 'older log')} (o)")
-        probe = console_app(self).last_probe_line
         if probe:
             parts.append(" · probe: " + fmt.clean(probe, 80))
         update_static(self.query_one("#logbar", Static), Content.assemble(*parts))

@@ -1,12 +1,16 @@
-"""ConsoleFooter: Textual's Footer that goes compact (and drops the palette hint) on narrow terminals, so the
-key labels still fit at 80 columns instead of being cut (`^p pa lette`)."""
+"""ConsoleFooter: Textual's Footer that goes compact (and drops the palette hint) on narrow terminals, and shows
+only the keys that fit, `? Help` always among them, so no label is cut at 80 columns (`…p ▏^p palettet`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from rich.cells import cell_len
 from textual import events
+from textual.app import ComposeResult
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer
 
 from console.ui.textual_private import set_footer_key_enabled
@@ -18,6 +22,35 @@ Sig = tuple[tuple[str, str, str, bool, bool, str], ...]
 COMPACT_BELOW = 110
 """Terminal columns under which the footer packs its keys tighter."""
 
+KEPT_LAST = ("quit", "help")
+"""Actions whose keys go last when the footer lacks room (help never: it lists every key the footer leaves out)."""
+
+Key = tuple[str, str, str]
+"""A footer key as it is drawn: action, key display, description."""
+
+
+def key_cells(key_display: str, description: str, compact: bool) -> int:
+    """Columns a FooterKey takes, its margin included (Textual's Footer CSS: compact keys have no padding, a space
+    before the description and a margin after; wide ones pad the key on both sides and the description after)."""
+    k, d = cell_len(key_display), cell_len(description)
+    if compact:
+        return k + (1 + d if description else 0) + 1
+    return k + 2 + (d + 1 if description else 0)
+
+
+def fit_keys(keys: Sequence[Key], width: int, compact: bool, spare: Sequence[str] = ()) -> list[str]:
+    """The actions whose keys the footer shows in `width` columns: all if they fit, else without the `spare`
+    actions (in the order named), then without the others from the right, quit and help last (help never)."""
+    shown = [a for a, _, _ in keys]
+    cells = {a: key_cells(k, d, compact) for a, k, d in keys}
+    rest = [a for a in reversed(shown) if a not in spare and a not in KEPT_LAST]
+    order = [a for a in spare if a in cells] + rest + [a for a in KEPT_LAST[:-1] if a in cells]
+    for action in order:
+        if sum(cells[a] for a in shown) <= width:
+            break
+        shown.remove(action)
+    return shown
+
 
 class ConsoleFooter(Footer):
     """Also recomposes only when what it shows changed: Textual's Footer rebuilds every key widget on each
@@ -25,6 +58,26 @@ class ConsoleFooter(Footer):
     keys: the largest share of a key press's CPU in the fleet view)."""
 
     _shown: Sig | None = None
+    _keys: tuple[Key, ...] = ()
+    """Every key the screen's bindings show, as composed last (before `fit_keys` chose among them)."""
+    _kept: list[str] | None = None
+    """The actions of the keys shown now."""
+
+    def compose(self) -> ComposeResult:
+        made = list(super().compose())
+        palette = [w for w in made if w.has_class("-command-palette")]
+        keys = [w for w in made if w not in palette]
+        self._keys = tuple(_drawn(keys))
+        self._kept = self._choose(self.app.size.width, self.compact, bool(palette))
+        yield from (w for w in keys if str(getattr(w, "action", "")) in self._kept)
+        yield from palette
+
+    def _choose(self, width: int, compact: bool, palette: bool) -> list[str]:
+        room = width
+        if palette:  # docked right: its key, its padding and border
+            room -= key_cells("^p", "palette", compact) + 2
+        spare: Sequence[str] = getattr(self.screen, "FOOTER_SPARE", ())
+        return fit_keys(self._keys, room, compact, spare)
 
     def bindings_changed(self, screen: Screen[Any]) -> None:
         if open_sheet(screen) is not None:
@@ -59,9 +112,17 @@ class ConsoleFooter(Footer):
         narrow = width < COMPACT_BELOW
         if self.compact != narrow:
             self.compact = narrow
-        if self.show_command_palette == narrow:
-            self._shown = None  # the recompose this sets off reads the bindings anew
+        palette = self.show_command_palette
+        if palette == narrow:
             self.show_command_palette = not narrow  # ctrl+p is still listed by `?`
+        if self._kept is not None and (palette == narrow or self._choose(width, narrow, not narrow) != self._kept):
+            self._shown = None  # the palette key came or went, or more or fewer keys fit: compose them anew
+            self.refresh(recompose=True)
+
+
+def _drawn(keys: Iterable[Widget]) -> Iterable[Key]:
+    for w in keys:
+        yield str(getattr(w, "action", "")), str(getattr(w, "key_display", "")), str(getattr(w, "description", ""))
 
 
 def _signature(screen: Screen[Any]) -> Sig | None:
