@@ -337,7 +337,7 @@ class FakeApi:
         self.emit(ServerAction(name, NOW, "stop", True), ServerGone(name, NOW, exit_status=0))
         return ActionOutcome(True, f"stopped {name}", [name])
 
-    async def restart(self, name: str) -> ActionOutcome:
+    async def restart(self, name: str, *, force: bool = False) -> ActionOutcome:
         self.calls.append(("restart", name))
         s = self.state.servers[name]
         m = s.meta
