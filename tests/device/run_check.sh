@@ -160,9 +160,13 @@ for _ in $(seq 60); do
   sleep 1
 done
 st=$(dfc status); echo "$st" >"$OUT/logs/status-after-oom.txt"
-crashed_log=$(ls -t "$W/logs"/*.log 2>/dev/null | head -n 1)
+js=$(dfc status --json); echo "$js" >"$OUT/logs/status-after-oom.json"
+field() { printf '%s' "$js" | "$PY" -c "import json, sys; print(*[s['$1'] for s in json.load(sys.stdin)['servers'] if s['name'] == '$NAME'])" 2>/dev/null; }
+crashed_log=$(field log_path)
+summary="$(field cause): $(field summary)"
 diag=$(dfc diagnose "$crashed_log" --exit-status 137)
-step "6a OOM in rank 0 ends the server (phase $phase)" "$([ "$phase" = crashed ] && has "$st" "GPU 0" && echo 0 || echo 1)" "$st"
+step "6a OOM in rank 0 ends the server (phase $phase; status: $summary)" \
+  "$([ "$phase" = crashed ] && printf '%s' "$summary" | grep -qiE 'memory|oom' && echo 0 || echo 1)" "$st"
 step "6b diagnose names the OOM, the rank and the GPU" \
   "$(has "$diag" "GPU 0" && printf '%s' "$diag" | grep -qiE 'out of memory|oom' && echo 0 || echo 1)" "$diag"
 out=$(dfc restart "$NAME" --wait); rc=$?
