@@ -1,6 +1,7 @@
-"""`dflash-console stop NAME`: SIGTERM to the server's session, SIGKILL after the drain timeout, GPUs confirmed free.
+"""`dflash-console stop NAME`: SIGTERM to the server's session, SIGKILL after the drain timeout, its processes confirmed
+gone from the process table and the GPUs (what else holds them is named).
 
-Exit 0 stopped and GPUs free (or already stopped), 1 failed or refused (external servers are
+Exit 0 stopped and its processes gone (or already stopped), 1 failed or refused (external servers are
 read-only), 2 unknown or ambiguous name (with the replicas, or a did-you-mean), 3 host unreachable.
 """
 
@@ -19,8 +20,8 @@ if TYPE_CHECKING:  # the fleet layer (asyncssh, httpx) is imported when the comm
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("stop", help="stop a server (SIGTERM, then SIGKILL) and confirm its GPUs are free")
-    p.add_argument("name", metavar="NAME", help="server name, e.g. PRESET@HOST:gpu0, or a preset with one server")
+    p = sub.add_parser("stop", help="stop a server (SIGTERM, then SIGKILL) and confirm its processes left its GPUs")
+    p.add_argument("name", metavar="NAME", help="server name, e.g. PRESET@HOST:gpu0 or a preset with one server")
     p.set_defaults(func=lambda a: run(a, "stop"))
 
 
@@ -42,7 +43,8 @@ def run(args: argparse.Namespace, verb: str) -> int:
         if r.name is None:
             return fail(r.error or f"no server '{args.name}'", EXIT_USAGE)
         name = r.name
-        out = await (ctl.stop_server(name) if verb == "stop" else ctl.restart(name))
+        force = bool(getattr(args, "force", False))
+        out = await (ctl.stop_server(name) if verb == "stop" else ctl.restart(name, force=force))
         if out.ok and verb == "restart" and getattr(args, "wait", False):
             from console.commands.launch import watch_progress
 

@@ -14,13 +14,15 @@ import shlex
 import time
 
 from console import version
-from console.fleet import discovery, hostlock
+from console.fleet import discovery, gpuowners, hostlock
 from console.fleet.api import ActionOutcome, LaunchPreview, PreCheck
 from console.fleet.events import ServerAction, ServerMeta, ServerSeen
 from console.fleet.hostops import HostOps
 from console.fleet.journal import mask, mask_argv, mask_env, remember_secrets
+from console.fleet.monitor import parse_ps
 from console.fleet.prechecks import (
     GPU_BUSY_MIB,
+    GPU_QUERY,
     choose_ports,
     draft_model_path,
     facts_command,
@@ -52,9 +54,13 @@ async def preview(
     gpus: list[int] | None = None,
     only: str | None = None,
     stamp: str | None = None,
+    *,
+    leaving: ServerMeta | None = None,
+    force: bool = False,
 ) -> LaunchPreview:
     """Plans, lint findings and fresh pre-checks; `only` keeps one replica (restart); `stamp`: an earlier
-    preview's, so the plans are the commands it showed (their log names included)."""
+    preview's, so the plans are the commands it showed (their log names included); `leaving` is the running
+    server a restart stops first, `force` lets other processes' VRAM pass (see prechecks.run_checks)."""
     if preset_name not in ctl.fleet.presets:
         raise KeyError(f"unknown preset '{preset_name}'")
     preset = ctl.fleet.presets[preset_name]
@@ -85,7 +91,7 @@ async def preview(
                 p for p in plan_launch(ctl.fleet, preset_name, stamp, gpus, ports) if only in (None, p.replica.name)
             ]
     findings = lint_preset(ctl.fleet, preset_name, facts.model_config)
-    checks = run_checks(ctl, preset_name, plans, facts)
+    checks = run_checks(ctl, preset_name, plans, facts, leaving=leaving, force=force)
     if preset.api_key_env and plans and not any(_secret_args(p).get("api-key") for p in plans):
         checks.append(
             PreCheck(
@@ -113,9 +119,11 @@ async def launch(
     wait: bool = False,
     only: str | None = None,
     stamp: str | None = None,
+    force: bool = False,
 ) -> ActionOutcome:
     """Pre-check, then start every replica detached; `only` restricts to one replica name (restart); `stamp`: the
-    preview's the operator read, so the log files are the ones it named."""
+    preview's the operator read, so the log files are the ones it named; `force` lets other processes' VRAM on
+    its GPUs pass (said in the result, not refused)."""
     if ctl.read_only:
         return ActionOutcome(False, "read-only console: launch refused")
     if preset_name not in ctl.fleet.presets:
@@ -130,20 +138,21 @@ async def launch(
             async with hostlock.hold(
                 link.transport.stream, preset.host, ctl.fleet.hosts[preset.host], on_command=ctl.journal.stream
             ) as lock:
-                refused = await _locked_launch(ctl, preset_name, gpus, only, lock, stamp)
+                refused = await _locked_launch(ctl, preset_name, gpus, only, lock, stamp, force)
         except hostlock.LockBusy as e:
             ctl.emit([ServerAction(preset_name, time.time(), "launch", False, str(e))])
             return ActionOutcome(False, f"refused: {e}")
     if not refused.ok:
         return refused
     started = refused.servers
+    shared = f"; {refused.message}" if refused.message else ""
     if wait:
         results = await asyncio.gather(*(wait_ready(ctl, n, preset.ready_timeout) for n in started))
         bad = [m for ok, m in results if not ok]
         if bad:
-            return ActionOutcome(False, "; ".join(bad), started)
-        return ActionOutcome(True, "; ".join(m for _, m in results), started)
-    return ActionOutcome(True, f"launched {', '.join(started)}", started)
+            return ActionOutcome(False, "; ".join(bad) + shared, started)
+        return ActionOutcome(True, "; ".join(m for _, m in results) + shared, started)
+    return ActionOutcome(True, f"launched {', '.join(started)}{shared}", started)
 
 
 async def _locked_launch(
@@ -153,9 +162,10 @@ async def _locked_launch(
     only: str | None,
     lock: hostlock.HeldLock,
     stamp: str | None = None,
+    force: bool = False,
 ) -> ActionOutcome:
     """Pre-checks then start every replica, under the host's lock; ok with the servers started."""
-    pv = await preview(ctl, preset_name, gpus, only, stamp)
+    pv = await preview(ctl, preset_name, gpus, only, stamp, force=force)
     plans = pv.plans
     if not plans:
         return ActionOutcome(False, f"preset {preset_name} has no replica named {only}")
@@ -163,14 +173,15 @@ async def _locked_launch(
         msg = refusal(pv)
         for p in plans:
             ctl.emit([ServerAction(p.replica.name, time.time(), "launch", False, msg)])
-        return ActionOutcome(False, msg, [p.replica.name for p in plans])
+        return ActionOutcome(False, msg, [p.replica.name for p in plans], forcible=pv.forcible)
     started: list[str] = []
     for plan in plans:
         ok, msg = await _start(ctl, plan, lock)
         if not ok:
             return ActionOutcome(False, msg, started)
         started.append(plan.replica.name)
-    return ActionOutcome(True, "", started)
+    shared = [c.message for c in pv.checks if c.name.startswith("gpus") and not c.ok and not c.blocking]
+    return ActionOutcome(True, "; ".join(dict.fromkeys(shared)), started)
 
 
 def _secret_args(plan: LaunchPlan) -> dict[str, str]:
@@ -271,6 +282,8 @@ async def wait_ready(ctl: HostOps, name: str, timeout: float) -> tuple[bool, str
 
 
 async def stop(ctl: HostOps, name: str) -> ActionOutcome:
+    """SIGTERM to the server's session, SIGKILL after the drain; confirmed once its own processes (every rank) left
+    the process table and the GPUs' compute apps. What else holds its GPUs is named, not a failure."""
     if ctl.read_only:
         return ActionOutcome(False, "read-only console: stop refused")
     s = ctl.state.servers.get(name)
@@ -282,6 +295,7 @@ async def stop(ctl: HostOps, name: str) -> ActionOutcome:
         )
     link = ctl.links[s.meta.host]
     sid = s.meta.sid or s.meta.pid
+    own = known_pids(ctl, name)
     if s.alive and sid:
         ctl.emit([ServerAction(name, time.time(), "stop", True, f"SIGTERM to session {sid}")])
         try:
@@ -299,46 +313,59 @@ async def stop(ctl: HostOps, name: str) -> ActionOutcome:
     d = shell_path(discovery.meta_dir(host, name))
     try:
         await link.run(f"rm -f {d}/meta.json {d}/{launchscript.SECRET_CONFIG_FILE}", timeout=15)  # and its key file
-        free, msg = await confirm_gpus_free(ctl, s.meta)
+        free, msg = await confirm_released(ctl, s.meta, own)
     except TransportError as e:
         return ActionOutcome(False, str(e), [name])
     ctl.emit([ServerAction(name, time.time(), "stopped", free, msg)])
     return ActionOutcome(free, f"stopped {name}; {msg}", [name])
 
 
-async def confirm_gpus_free(ctl: HostOps, meta: ServerMeta) -> tuple[bool, str]:
+def known_pids(ctl: HostOps, name: str) -> set[int]:
+    """The server's pids the console has seen: its main pid, its session's processes in the last process sample,
+    and the compute apps the monitor gave to it (every TP rank)."""
+    s = ctl.state.servers[name]
+    h = ctl.state.hosts.get(s.meta.host)
+    own = {p for p in (s.meta.pid,) if p}
+    if h is not None:
+        if s.meta.sid is not None:
+            own |= {pid for pid, sid in h.procs_by_pid.items() if sid == s.meta.sid}
+        own |= {p.pid for g in h.gpus.values() for p in g.processes if p.server == name}
+    return own
+
+
+async def confirm_released(ctl: HostOps, meta: ServerMeta, own: set[int]) -> tuple[bool, str]:
+    """Until none of the server's own pids is in `ps` or in the compute apps (GPU_RELEASE_WAIT_S at most)."""
     link = ctl.links[meta.host]
-    gpu_q = shlex.join(["nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv,noheader,nounits"])
-    cmd = f'{gpu_q}; echo "==> apps"; {nvsmi.query_apps_command()}'
+    gpu_q = shlex.join(["nvidia-smi", f"--query-gpu={','.join(GPU_QUERY)}", "--format=csv,noheader,nounits"])
+    cmd = f'{gpu_q}; echo "==> apps"; {nvsmi.query_apps_command()}; echo "==> ps"; ps -ww -eo pid=,ppid=,sid=,args='
     deadline = time.monotonic() + GPU_RELEASE_WAIT_S
-    last = ""
     while True:
         res = await link.run(cmd, timeout=15)
-        gtext, _, atext = res.stdout.partition("==> apps\n")
+        gtext, _, rest = res.stdout.partition("==> apps\n")
+        atext, _, ptext = rest.partition("==> ps\n")
         try:
-            gpus = {r.index: r for r in nvsmi.parse_gpu_csv(gtext, ("index", "uuid", "memory.used"))}
+            rows = nvsmi.parse_gpu_csv(gtext, GPU_QUERY)
             apps = nvsmi.parse_apps_csv(atext)
         except nvsmi.NvsmiParseError:
-            return False, f"cannot confirm GPUs {','.join(map(str, meta.gpus))} are free: nvidia-smi unreadable"
-        busy = []
-        for g in meta.gpus:
-            r = gpus.get(g)
-            if r is None:
-                continue
-            held = [a for a in apps if a.gpu_uuid == r.uuid]
-            if held or (r.memory_used_mib or 0) > GPU_BUSY_MIB:
-                busy.append(f"GPU {g}: {r.memory_used_mib} MiB, {len(held)} process(es)")
-        if not busy:
-            used = ", ".join(f"GPU {g} {gpus[g].memory_used_mib} MiB" for g in meta.gpus if g in gpus)
-            return True, f"GPUs released ({used})"
-        last = "; ".join(busy)
+            return False, f"cannot confirm GPUs {','.join(map(str, meta.gpus))} are released: nvidia-smi unreadable"
+        procs = parse_ps(ptext)
+        own |= gpuowners.session_pids(meta, procs)
+        servers = [s.meta for s in ctl.state.servers_on(meta.host) if s.alive and s.name != meta.name]
+        r = gpuowners.release(meta, own, procs, rows, apps, servers, GPU_BUSY_MIB)
+        if not r.waiting:
+            gpus = ",".join(map(str, meta.gpus))
+            if not r.others:
+                return True, f"GPUs released ({', '.join(r.free)})"
+            return True, f"its processes left GPU {gpus}; " + "; ".join(r.others)
         if time.monotonic() > deadline:
-            return False, f"GPU memory not released after {GPU_RELEASE_WAIT_S:g} s: {last}"
+            return False, f"GPU memory not released after {GPU_RELEASE_WAIT_S:g} s: {'; '.join(r.waiting)}"
         await asyncio.sleep(1)
 
 
-async def restart(ctl: HostOps, name: str) -> ActionOutcome:
-    """Stop if running, then launch the same preset on the same GPUs (the old log is kept)."""
+async def restart(ctl: HostOps, name: str, *, force: bool = False) -> ActionOutcome:
+    """Check that the relaunch could start, stop if running, then launch the same preset on the same GPUs (the old
+    log is kept). Refused before the stop, with the owner named, when it could not; `force` lets other processes'
+    VRAM pass."""
     if ctl.read_only:
         return ActionOutcome(False, "read-only console: restart refused")
     s = ctl.state.servers.get(name)
@@ -346,14 +373,29 @@ async def restart(ctl: HostOps, name: str) -> ActionOutcome:
         return ActionOutcome(False, f"no managed server named '{name}'")
     if s.meta.preset not in ctl.fleet.presets:
         return ActionOutcome(False, f"preset '{s.meta.preset}' of {name} is no longer in hosts.toml")
-    if s.alive:
-        out = await stop(ctl, name)
-        if not out.ok:
-            return ActionOutcome(False, f"restart: {out.message}", [name])
     # a replica of the preset's own plan (its GPUs and its port) relaunches as planned; one a `--gpus` or marked-GPU
     # launch re-planned (same name, another port: the plan's port may belong to a sibling replica now) re-plans on
     # its GPUs, where the pre-check picks a free port from the preset's first one up
     own = any(
         p.replica.name == name and p.replica.port == s.meta.port for p in plan_launch(ctl.fleet, s.meta.preset, "x")
     )
-    return await launch(ctl, s.meta.preset, None if own else list(s.meta.gpus), only=name)
+    gpus = None if own else list(s.meta.gpus)
+    if s.alive:
+        pv = await preview(ctl, s.meta.preset, gpus, only=name, leaving=s.meta, force=force)
+        if pv.blocked:
+            hint = "; `restart --force` stops it and relaunches anyway" if pv.forcible else ""
+            return ActionOutcome(
+                False,
+                f"restart {refusal(pv)} ({name} was not stopped){hint}",
+                [name],
+                forcible=pv.forcible,
+            )
+    stopped = ""
+    if s.alive:
+        out = await stop(ctl, name)
+        if not out.ok:
+            return ActionOutcome(False, f"restart: {out.message}", [name])
+        stopped = f"{out.message}; "
+    out = await launch(ctl, s.meta.preset, gpus, only=name, force=force)
+    hint = "; `restart --force` relaunches anyway" if out.forcible else ""
+    return dataclasses.replace(out, message=f"{stopped}{out.message}{hint}")

@@ -26,6 +26,8 @@ class PreCheck:
     ok: bool
     message: str
     blocking: bool = True
+    forcible: bool = False
+    """Other processes' VRAM in the way: `restart --force` goes ahead (said, not refused)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,15 @@ class LaunchPreview:
     def blocked(self) -> bool:
         return any(f.severity == "error" for f in self.findings) or any(c.blocking and not c.ok for c in self.checks)
 
+    @property
+    def forcible(self) -> bool:
+        """Blocked only by checks that `--force` overrides (other processes' VRAM)."""
+        return (
+            self.blocked
+            and not any(f.severity == "error" for f in self.findings)
+            and all(c.forcible for c in self.checks if c.blocking and not c.ok)
+        )
+
 
 @dataclass(frozen=True)
 class ActionOutcome:
@@ -51,6 +62,8 @@ class ActionOutcome:
     ok: bool
     message: str
     servers: list[str] = field(default_factory=list)
+    forcible: bool = False
+    """A refusal that `force` overrides (a restart: other processes hold the VRAM its relaunch needs)."""
 
 
 Listener = Callable[[list[Event], Changes], None]
@@ -84,7 +97,10 @@ class FleetApi(Protocol):
 
     async def stop_server(self, name: str) -> ActionOutcome: ...
 
-    async def restart(self, name: str) -> ActionOutcome: ...
+    async def restart(self, name: str, *, force: bool = False) -> ActionOutcome:
+        """Stop (if running) and relaunch; refused before the stop when the relaunch could not start (`force`:
+        other processes' VRAM is no reason)."""
+        ...
 
     async def wait_ready(self, name: str, timeout: float | None = None) -> ActionOutcome:
         """Until the log says ready and /health answers 200 (timeout: the preset's ready_timeout)."""

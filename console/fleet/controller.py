@@ -479,9 +479,9 @@ class FleetController:
         with operation(f"stop {name}"):
             return await actions.stop(self, name)
 
-    async def restart(self, name: str) -> ActionOutcome:
+    async def restart(self, name: str, *, force: bool = False) -> ActionOutcome:
         with operation(f"restart {name}"):
-            return await actions.restart(self, name)
+            return await actions.restart(self, name, force=force)
 
     async def wait_ready(self, name: str, timeout: float | None = None) -> ActionOutcome:
         s = self.state.servers.get(name)

@@ -13,14 +13,14 @@ from typing import Any
 
 from console import hostjson
 from console.config import Host
-from console.fleet import discovery
+from console.fleet import discovery, gpuowners
 from console.fleet.api import PreCheck
 from console.fleet.events import ProcInfo, ServerMeta
 from console.fleet.hostops import FleetView
 from console.fleet.journal import mask
 from console.fleet.monitor import parse_ps
 from console.gpu import nvsmi
-from console.gpu.readings import ComputeApp
+from console.gpu.readings import ComputeApp, GpuReading
 from console.sglang.command import LaunchPlan, shell_path
 from console.sglang.specdec import spec_config
 
@@ -29,6 +29,8 @@ GPU_BUSY_MIB = 1024
 LOG_DISK_MIN_KIB = 64 * 1024
 """Below this much free space in the log dir a launch is refused (the server could not even log its crash)."""
 LOG_DISK_WARN_KIB = 1024 * 1024
+GPU_QUERY = ("index", "uuid", "memory.used", "memory.total")
+"""The pre-check's and the stop's `--query-gpu` fields."""
 RUN_DISK_MIN_KIB = 1024
 """Below this much free space in run_dir a launch is refused: meta.json (the console's record of the server)
 and the secrets files must be written before the server may start."""
@@ -38,7 +40,7 @@ and the secrets files must be written before the server may start."""
 class HostFacts:
     """Fresh facts for the pre-checks, from one remote command."""
 
-    gpus: list[tuple[int, str, int | None]] = field(default_factory=list)
+    gpus: list[GpuReading] = field(default_factory=list)
     gpu_error: str | None = None
     apps: list[ComputeApp] = field(default_factory=list)
     procs: list[ProcInfo] = field(default_factory=list)
@@ -117,7 +119,7 @@ def facts_command(fleet_host: Host, model: str, log_dir: str | None = None, draf
         'df -Pk "$d" 2>/dev/null | tail -n 1'
     )
     run_disk = disk.replace(f"d={ld};", f"d={shell_path(fleet_host.run_dir)};", 1)
-    gpu_q = shlex.join(["nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv,noheader,nounits"])
+    gpu_q = shlex.join(["nvidia-smi", f"--query-gpu={','.join(GPU_QUERY)}", "--format=csv,noheader,nounits"])
     m = shell_path(model)
     return "; ".join(
         [
@@ -163,9 +165,7 @@ def parse_facts(text: str, host_name: str) -> HostFacts:
             sections[cur].append(ln)
     gtext = "\n".join(sections.get("gpus", []))
     try:
-        f.gpus = [
-            (r.index, r.uuid, r.memory_used_mib) for r in nvsmi.parse_gpu_csv(gtext, ("index", "uuid", "memory.used"))
-        ]
+        f.gpus = nvsmi.parse_gpu_csv(gtext, GPU_QUERY)
     except nvsmi.NvsmiParseError:
         f.gpu_error = nvsmi.error_text(gtext) or (gtext.strip()[:200] or "no output")
     if not f.gpus and f.gpu_error is None:
@@ -226,7 +226,96 @@ def describe_pid(ctl: FleetView, host: str, pid: int, procs: list[ProcInfo]) -> 
     return f"pid {pid} `{args}`{owner}"
 
 
-def run_checks(ctl: FleetView, preset_name: str, plans: list[LaunchPlan], f: HostFacts) -> list[PreCheck]:
+def _is_leaving(pid: int | None, leaving: ServerMeta | None, procs: list[ProcInfo]) -> bool:
+    """The pid is one of the server a restart stops first (its port is not in the way of its relaunch)."""
+    if pid is None or leaving is None:
+        return False
+    return pid in gpuowners.session_pids(leaving, procs) or pid == leaving.pid
+
+
+def gpu_checks(plan: LaunchPlan, f: HostFacts, hs: list[gpuowners.Holder], *, force: bool) -> list[PreCheck]:
+    """One reason per owner of the replica's GPUs: a server refuses; other processes refuse beyond the
+    headroom the preset leaves (total x (1 - --mem-fraction-static)), are named within it, or with `force`."""
+    r = plan.replica
+    host = r.host
+    rows = {g.index: g for g in f.gpus}
+    out: list[PreCheck] = []
+    for g in r.gpus:
+        if g not in rows:
+            out.append(
+                PreCheck(
+                    "gpus free",
+                    False,
+                    f"GPU {g} does not exist on {host} (it has {', '.join(map(str, sorted(rows))) or 'none'})",
+                )
+            )
+    mine = [g for g in r.gpus if g in rows]
+    room = {g: gpuowners.headroom_mib(plan.argv, rows[g].memory_total_mib or 0) for g in mine}
+    unlisted = {g: gpuowners.unlisted_mib(rows[g], f.apps) for g in mine}
+    others = {g: sum(h.mib.get(g, 0) for h in hs if h.server is None) + unlisted[g] for g in mine}
+    over = {g for g in mine if others[g] > room[g]}
+    for h in hs:
+        on = [g for g in mine if g in h.mib]
+        if not on:
+            continue
+        span = ",".join(map(str, on))
+        if h.server is not None:
+            out.append(PreCheck("gpus free", False, f"GPU {span} is used by {h.label}"))
+            continue
+        held = gpuowners.gib(sum(h.mib[g] for g in on))
+        bad = [g for g in on if g in over]
+        if bad:
+            g = bad[0]
+            why = (
+                f"GPU {span} is used by {h.label} ({held}; other processes hold {gpuowners.gib(others[g])} of GPU "
+                f"{g}'s {gpuowners.gib(rows[g].memory_total_mib)}, more than the {gpuowners.gib(room[g])} the "
+                "preset leaves them)"
+            )
+            out.append(
+                PreCheck("gpus free", False, why + (" (forced)" if force else ""), blocking=not force, forcible=True)
+            )
+        else:
+            out.append(
+                PreCheck(
+                    "gpus shared",
+                    False,
+                    f"GPU {span} is shared with {h.label} ({held}, within the "
+                    f"{gpuowners.gib(min(room[g] for g in on))} the preset leaves to other processes)",
+                    blocking=False,
+                )
+            )
+    for g in mine:
+        if unlisted[g] > GPU_BUSY_MIB and not any(g in h.mib and h.server is None for h in hs):
+            beyond = g in over
+            out.append(
+                PreCheck(
+                    "gpus free",
+                    False,
+                    f"GPU {g} has {unlisted[g]} MiB in use by no listed process"
+                    + (
+                        f" (more than the {gpuowners.gib(room[g])} the preset leaves to other processes)"
+                        + (" (forced)" if force else "")
+                        if beyond
+                        else ""
+                    ),
+                    blocking=beyond and not force,
+                    forcible=beyond,
+                )
+            )
+    return out
+
+
+def run_checks(
+    ctl: FleetView,
+    preset_name: str,
+    plans: list[LaunchPlan],
+    f: HostFacts,
+    *,
+    leaving: ServerMeta | None = None,
+    force: bool = False,
+) -> list[PreCheck]:
+    """Every pre-check of a launch; `leaving`: the server a restart stops first (what it holds is not in the way);
+    `force`: other processes' VRAM beyond the preset's headroom is said, not refused."""
     preset = ctl.fleet.presets[preset_name]
     host = preset.host
     checks: list[PreCheck] = []
@@ -235,56 +324,28 @@ def run_checks(ctl: FleetView, preset_name: str, plans: list[LaunchPlan], f: Hos
     for m in live_metas:
         live.setdefault(m.name, m)
     owners = port_owners(ctl, host, live_metas)
-    uuid_of = {i: u for i, u, _ in f.gpus}
-    used_of = {i: used for i, _, used in f.gpus}
+    known = list(live.values()) + [s.meta for s in ctl.state.servers_on(host) if s.alive and not s.meta.managed]
+    in_ps = {p.pid for p in f.procs}
+    describe = {a.pid: describe_pid(ctl, host, a.pid, f.procs) for a in f.apps if a.pid in in_ps}
+    hs = gpuowners.holders(
+        known, f.procs, f.apps, {r.uuid: r.index for r in f.gpus}, leaving=leaving, describe=describe
+    )
     for plan in plans:
         r = plan.replica
         dup = live.get(r.name)
-        if dup is not None:
+        if dup is not None and (leaving is None or dup.name != leaving.name):
             checks.append(
                 PreCheck(
                     "not running", False, f"{r.name} is already running (pid {dup.pid}); stop it first or use restart"
                 )
             )
             continue
-        overlap = [m for m in live.values() if set(m.gpus) & set(r.gpus)]
-        for m in overlap:
-            checks.append(
-                PreCheck(
-                    "gpus free",
-                    False,
-                    f"GPU {','.join(map(str, sorted(set(m.gpus) & set(r.gpus))))} "
-                    f"is used by {m.name} (pid {m.pid}, preset {m.preset})",
-                )
-            )
         if f.gpu_error:
             checks.append(PreCheck("gpus free", False, f"cannot check GPUs on {host}: {f.gpu_error}"))
         else:
-            for g in r.gpus:
-                if g not in uuid_of:
-                    checks.append(
-                        PreCheck(
-                            "gpus free",
-                            False,
-                            f"GPU {g} does not exist on {host} "
-                            f"(it has {', '.join(map(str, sorted(uuid_of))) or 'none'})",
-                        )
-                    )
-                    continue
-                apps = [a for a in f.apps if a.gpu_uuid == uuid_of[g]]
-                if apps:
-                    who = "; ".join(describe_pid(ctl, host, a.pid, f.procs) for a in apps[:3])
-                    checks.append(PreCheck("gpus free", False, f"GPU {g} is used by {who}"))
-                elif (used_of.get(g) or 0) > GPU_BUSY_MIB:
-                    checks.append(
-                        PreCheck(
-                            "gpus free",
-                            False,
-                            f"GPU {g} has {used_of[g]} MiB in use (> {GPU_BUSY_MIB} MiB) by no listed process",
-                        )
-                    )
+            checks += gpu_checks(plan, f, hs, force=force)
         owner = owners.get(r.port) if owners.get(r.port) != r.name else None
-        if r.port in f.listen:
+        if r.port in f.listen and not _is_leaving(f.listen[r.port], leaving, f.procs):
             pid = f.listen[r.port]
             who = describe_pid(ctl, host, pid, f.procs) if pid else (owner or "another process")
             checks.append(PreCheck("port free", False, f"port {r.port} on {host} is in use by {who}"))
@@ -355,12 +416,13 @@ def run_checks(ctl: FleetView, preset_name: str, plans: list[LaunchPlan], f: Hos
             )
         )
     if not any(not c.ok and c.blocking for c in checks):
+        shared = any(c.name.startswith("gpus") for c in checks)
         checks.append(
             PreCheck(
                 "pre-checks",
                 True,
                 f"GPUs {', '.join(','.join(map(str, p.replica.gpus)) for p in plans)}"
-                f" free, port(s) {', '.join(str(p.replica.port) for p in plans)} free, model present",
+                f" {'usable (shared: see above)' if shared else 'free'}, port(s) {', '.join(str(p.replica.port) for p in plans)} free, model present",
             )
         )
     return checks

@@ -69,6 +69,8 @@ class ActionHost(Protocol):
 
     def confirm(self, question: Text, then: Callable[[], Any]) -> None: ...
 
+    def offer_force(self, name: str, refusal: str, then: Callable[[], Any]) -> None: ...
+
 
 TOLD_BY_OUTCOME = frozenset({"launch", "stop", "stopped"})
 """Steps of an action whose outcome line (ActionDone) says the same: while this console runs the action they go
@@ -153,9 +155,16 @@ class ActionsMixin:
             return
         api = self.api
         srv = self.state.servers.get(name)
+        app = self
+
+        async def forced() -> tuple[bool, str]:
+            out = await api.restart(name, force=True)
+            return out.ok, out.message
 
         async def go() -> tuple[bool, str]:
             out = await api.restart(name)
+            if not out.ok and out.forcible:  # other processes hold the VRAM: said with the owner, force offered
+                app.offer_force(name, out.message, lambda: app._run("relaunch", name, forced))
             return out.ok, out.message
 
         if srv is not None and srv.alive and not srv.phase.terminal:
@@ -165,6 +174,24 @@ class ActionsMixin:
             )
         else:
             self._run("relaunch", name, go)
+
+    def offer_force(self: ActionHost, name: str, refusal: str, then: Callable[[], Any]) -> None:
+        """A relaunch refused because other processes hold its GPUs' VRAM: the refusal (owners named), then force?"""
+        from console.ui.screens.dialogs import ConfirmScreen
+
+        question = Text.assemble(
+            ("Relaunch ", "bold"),
+            (name, "bold"),
+            (" refused:\n", "bold"),
+            for_terminal(refusal),
+            "\n\nForce it? The server is stopped and relaunched beside them (it may then run out of memory).",
+        )
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                then()
+
+        self.push_screen(ConfirmScreen(question, yes_label="Force relaunch"), done)
 
     def request_stop(self: ActionHost, name: str | None) -> None:
         if name is None or self.refuse_if_read_only("stop") or self.api is None:

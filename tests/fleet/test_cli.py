@@ -62,7 +62,7 @@ def test_cli_launch_status_probe_logs_stop_journal(sim_ssh, tmp_path: Path):
     name = "small@clihost:gpu2"
     assert f"{name} is ready" in r.stdout
     r = cli(hosts, "launch", "clash")
-    assert r.returncode == 1 and "GPU 2 is used by" in r.stderr and "(preset small)" in r.stderr, r.stderr
+    assert r.returncode == 1 and f"GPU 2 is used by {name} (pid" in r.stderr and "preset small)" in r.stderr, r.stderr
     r = cli(hosts, "status", "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)

@@ -265,6 +265,8 @@ class FakeApi:
         self.listeners: list[Any] = []
         self.calls: list[tuple[str, Any]] = []
         self.watched: Counter[str] = Counter()
+        self.restart_refusal: str | None = None
+        """When set, a restart without force is refused with it (other processes hold the VRAM: forcible)."""
         """Log views open per server (`watch_log`)."""
         self.clock = lambda: NOW
 
@@ -349,8 +351,10 @@ class FakeApi:
         )
         return ActionOutcome(True, f"stopped {name}; GPUs released", [name])
 
-    async def restart(self, name: str) -> ActionOutcome:
-        self.calls.append(("restart", name))
+    async def restart(self, name: str, *, force: bool = False) -> ActionOutcome:
+        self.calls.append(("restart-force" if force else "restart", name))
+        if self.restart_refusal is not None and not force:
+            return ActionOutcome(False, self.restart_refusal, [name], forcible=True)
         s = self.state.servers[name]
         m = s.meta
         from dataclasses import replace

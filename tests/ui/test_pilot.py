@@ -142,6 +142,35 @@ async def test_relaunch_running_asks_first(make_app) -> None:  # type: ignore[no
         assert ("restart", SERVING) in api.calls
 
 
+async def test_relaunch_refused_for_another_process_shows_it_and_offers_force(make_app) -> None:  # type: ignore[no-untyped-def]
+    """`r` on a server whose GPU another process fills: the refusal names the owner in a dialog that offers force."""
+    api = FakeApi()
+    api.restart_refusal = (
+        "restart refused: GPU 0 is used by pid 698 `python3 hog.py` (58.6 GiB; ...) (qwen3-8b was not stopped)"
+    )
+    app = make_app(api)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, "ct129", 0)
+        await pilot.press("r", "y")
+        await until(
+            pilot, lambda: isinstance(app.screen, ConfirmScreen) and ("restart", SERVING) in api.calls, "force dialog"
+        )
+        text = " ".join(str(w.render()) for w in app.screen.query("Static"))
+        assert "pid 698 `python3 hog.py`" in text and "Force it?" in text, text
+        await pilot.press("n")
+        await pilot.pause()
+        assert ("restart-force", SERVING) not in api.calls
+        await pilot.press("r", "y")
+        await until(
+            pilot,
+            lambda: "Force it?" in " ".join(str(w.render()) for w in app.screen.query("Static")),
+            "the force dialog again",
+        )
+        await pilot.press("y")
+        await app.workers.wait_for_complete()
+        assert ("restart-force", SERVING) in api.calls
+
+
 async def test_stop_confirm(make_app) -> None:  # type: ignore[no-untyped-def]
     api = FakeApi()
     msgs: list[Message] = []
