@@ -153,5 +153,5 @@ def test_status_over_sshd_says_zero_once_the_sim_stops_decoding(sim_ssh, tmp_pat
         time.sleep(1)
         s = doc()
     assert s["decode_idle"] and s["gen_throughput"] == 0.0 and s["running"] == 0, s
-    assert s["gen_throughput_age_s"] > DECODE_IDLE_S
+    assert s["gen_throughput_age_s"] >= DECODE_IDLE_S  # rounded to 0.1 s: idle from the limit on
     assert cli(hosts, "stop", name).returncode == 0

@@ -140,13 +140,17 @@ def test_discovery_roundtrip_and_liveness():
 
 def test_precheck_facts():
     text = (
-        "==> gpus\n0, GPU-a, 5\n1, GPU-b, 3000\n==> apps\n77, GPU-b, python3, 2900\n==> ps\n 77 1 77 python3 x\n"
+        "==> gpus\n0, GPU-a, 5, 49140\n1, GPU-b, 3000, 49140\n==> apps\n77, GPU-b, python3, 2900\n==> ps\n 77 1 77 python3 x\n"
         '==> ports\nLISTEN 0 4096 0.0.0.0:30000 0.0.0.0:* users:(("python3",pid=77,fd=5))\n'
         'LISTEN 0 128 [::]:22 [::]:*\n==> model\npresent\n{"model_type": "qwen3"}\n'
         "==> disk\ndfcfull 256 256 0 100% /srv/logs\n==> metas\n==> end\n"
     )
     f = parse_facts(text, "h")
-    assert f.gpus == [(0, "GPU-a", 5), (1, "GPU-b", 3000)] and f.apps[0].pid == 77
+    assert [(g.index, g.uuid, g.memory_used_mib, g.memory_total_mib) for g in f.gpus] == [
+        (0, "GPU-a", 5, 49140),
+        (1, "GPU-b", 3000, 49140),
+    ]
+    assert f.apps[0].pid == 77
     assert f.listen == {30000: 77, 22: None} and f.model_present and f.model_config == {"model_type": "qwen3"}
     assert (f.log_free_kib, f.log_mount) == (0, "/srv/logs")
 
