@@ -90,7 +90,7 @@ def test_too_deep_config_json_is_a_named_non_blocking_precheck() -> None:
     text = "\n".join(
         [
             "==> gpus",
-            "0, GPU-aaa, 10",
+            "0, GPU-aaa, 10, 49140",
             "==> apps",
             "==> ps",
             "==> ports",
@@ -108,7 +108,8 @@ def test_too_deep_config_json_is_a_named_non_blocking_precheck() -> None:
     )
     f = prechecks.parse_facts(text, "gpu1")
     assert f.model_present and f.model_config is None
-    assert f.model_config_error == "JSON nested deeper than 64 levels" and f.gpus == [(0, "GPU-aaa", 10)]
+    assert f.model_config_error == "JSON nested deeper than 64 levels"
+    assert [(g.index, g.uuid, g.memory_used_mib) for g in f.gpus] == [(0, "GPU-aaa", 10)]
 
 
 def test_listing_reads_at_most_the_cap_of_a_huge_meta_json(tmp_path) -> None:
