@@ -386,27 +386,28 @@ class FleetController:
                         self.emit([c])
             await asyncio.sleep(HEALTH_EVERY_S)
 
+    async def _get_body(self, name: str, path: str, max_bytes: int) -> bytes | None:
+        """A server's `path` through its host's pool: total deadline, size cap; None unless it answered 200."""
+        from console.sglang.httpbound import METRICS_DEADLINE_S
+
+        url = await self.server_url(name)
+        http = self.http_pool.client(self.state.servers[name].meta.host)
+        self.http_in_flight += 1
+        try:
+            r, body = await get_retrying_stale(
+                http, url + path, deadline_s=METRICS_DEADLINE_S, max_bytes=max_bytes, what=path
+            )
+        finally:
+            self.http_in_flight -= 1
+        return body if r.status_code == 200 else None
+
     async def _get_spec_cumulative(self, name: str) -> SpecCumulative | None:
         """/server_info's lifetime accept length of a speculative server (bounded, parsed off the loop)."""
-        from console.sglang.httpbound import JSON_MAX_BYTES, METRICS_DEADLINE_S
+        from console.sglang.httpbound import JSON_MAX_BYTES
 
         try:
-            url = await self.server_url(name)
-            http = self.http_pool.client(self.state.servers[name].meta.host)
-            self.http_in_flight += 1
-            try:
-                r, body = await get_retrying_stale(
-                    http,
-                    url + "/server_info",
-                    deadline_s=METRICS_DEADLINE_S,
-                    max_bytes=JSON_MAX_BYTES,
-                    what="/server_info",
-                )
-            finally:
-                self.http_in_flight -= 1
-            if r.status_code != 200:
-                return None
-            value = await asyncio.to_thread(cumulative_accept, body)
+            body = await self._get_body(name, "/server_info", JSON_MAX_BYTES)
+            value = None if body is None else await asyncio.to_thread(cumulative_accept, body)
         except (httpx.HTTPError, TransportError, KeyError, ValueError, TimeoutError):
             return None
         return None if value is None else SpecCumulative(name, time.time(), value)
@@ -414,19 +415,11 @@ class FleetController:
     async def _get_metrics(self, name: str) -> MetricsSample | None:
         """/metrics (servers started with --enable-metrics): total deadline, size cap, parsed off the event loop."""
         from console.sglang.client import parse_metrics_off_loop
-        from console.sglang.httpbound import METRICS_DEADLINE_S, METRICS_MAX_BYTES
+        from console.sglang.httpbound import METRICS_MAX_BYTES
 
         try:
-            url = await self.server_url(name)
-            http = self.http_pool.client(self.state.servers[name].meta.host)
-            self.http_in_flight += 1
-            try:
-                r, body = await get_retrying_stale(
-                    http, url + "/metrics", deadline_s=METRICS_DEADLINE_S, max_bytes=METRICS_MAX_BYTES, what="/metrics"
-                )
-            finally:
-                self.http_in_flight -= 1
-            if r.status_code != 200:
+            body = await self._get_body(name, "/metrics", METRICS_MAX_BYTES)
+            if body is None:
                 return None
             m = await parse_metrics_off_loop(body)
         except (httpx.HTTPError, TransportError, KeyError, ValueError, TimeoutError):

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 from collections import deque
-from collections.abc import Iterable
 from pathlib import Path
 
 from console.config import user_state_dir
@@ -50,12 +48,6 @@ def launch_record(s: ServerState) -> SpecLaunchRecord | None:
         accept_p90=percentile(vals, 90) or 0.0,
         tok_s_mean=round(sum(tps) / len(tps), 1) if tps else None,
     )
-
-
-def preset_median(records: Iterable[SpecLaunchRecord]) -> float | None:
-    """The preset's usual accept length: the median of its launches' means."""
-    vals = [r.accept_mean for r in records]
-    return statistics.median(vals) if vals else None
 
 
 def cumulative_accept(body: bytes) -> float | None:

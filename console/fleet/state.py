@@ -40,7 +40,7 @@ from console.fleet.events import (
 from console.fleet.logmodel import LogModel
 from console.gpu.readings import ComputeApp, GpuReading
 from console.sglang.phase import Phase
-from console.sglang.specdec import accept_alarm, spec_config
+from console.sglang.specdec import accept_alarm, history_median, spec_config
 
 MAX_LINES = 20_000
 SPARK_POINTS = 120
@@ -492,12 +492,7 @@ class FleetState:
 
     def spec_median(self, preset: str | None) -> float | None:
         """The preset's usual accept length (median of its launches' means), None without history."""
-        recs = self.spec_records.get(preset or "")
-        if not recs:
-            return None
-        vals = sorted(r.accept_mean for r in recs)
-        mid = len(vals) // 2
-        return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+        return history_median(r.accept_mean for r in self.spec_records.get(preset or "", ()))
 
     def _spec_notices(self, s: ServerState, at: float, new_batch: bool) -> list[Notice]:
         """Each spec alarm as a notice once: a DFLASH warning per kind; the accept collapse when it starts and when it

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from console.config import Fleet, Host, Preset
+from console.sglang.argflags import parse_flags
 
 Severity = Literal["error", "warning"]
 
@@ -71,25 +72,6 @@ def rule(
         return fn
 
     return deco
-
-
-def parse_flags(args: list[str]) -> dict[str, list[str | None]]:
-    """`["--a", "1", "--b", "--c=2"]` -> {"--a": ["1"], "--b": [None], "--c": ["2"]} (argparse-like)."""
-    out: dict[str, list[str | None]] = {}
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a.startswith("--"):
-            if "=" in a:
-                k, v = a.split("=", 1)
-                out.setdefault(k, []).append(v)
-            elif i + 1 < len(args) and not args[i + 1].startswith("--"):
-                out.setdefault(a, []).append(args[i + 1])
-                i += 1
-            else:
-                out.setdefault(a, []).append(None)
-        i += 1
-    return out
 
 
 def lint_preset(fleet: Fleet, name: str, model_config: dict[str, Any] | None = None) -> list[Finding]:

@@ -18,6 +18,9 @@ import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+
+from console.sglang.argflags import parse_flags
 
 ALGORITHM_FLAG = "--speculative-algorithm"
 _ALIASES = {
@@ -77,19 +80,12 @@ class SpecConfig:
 
 
 def _flags(argv: Sequence[str]) -> dict[str, str]:
+    """The last value of each spec flag (aliases under their full names), as argparse keeps it."""
     out: dict[str, str] = {}
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a.startswith("--speculative-"):
-            k, eq, v = a.partition("=")
-            if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-                v = argv[i + 1]
-                i += 1
-            k = _ALIASES.get(k, k)
-            if k in _SPEC_FLAGS and (eq or v):
-                out[k] = v
-        i += 1
+    for k, vals in parse_flags(argv).items():
+        k = _ALIASES.get(k, k)
+        if k in _SPEC_FLAGS and vals[-1]:
+            out[k] = vals[-1]
     return out
 
 
@@ -101,7 +97,13 @@ def _int(v: str | None) -> int | None:
 
 
 def spec_config(argv: Sequence[str]) -> SpecConfig | None:
-    """The spec settings of a launch command line; None when it runs no speculative decoding."""
+    """The spec settings of a launch command line; None when it runs no speculative decoding. Read on every pane
+    render and new batch line: a server's argv is fixed, so each one is read once."""
+    return _spec_config(tuple(argv))
+
+
+@lru_cache(maxsize=512)
+def _spec_config(argv: tuple[str, ...]) -> SpecConfig | None:
     f = _flags(argv)
     algo = (f.get(ALGORITHM_FLAG) or "").strip().upper()
     if not algo:

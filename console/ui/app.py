@@ -499,27 +499,25 @@ class DflashApp(MarksFrames, ActionsMixin, App[int]):
 
     def demo_crash(self, name: str | None) -> None:
         """Demo only: ask the sim to crash a server (`sim: crash server`)."""
-        if name is None or self.demo is None or self.refuse_if_read_only("crash"):
-            return
-        demo = self.demo
-
-        async def go() -> tuple[bool, str]:
-            await demo.crash(name)
-            return True, f"sim: crashing {name}"
-
-        self._run("crash", name, go)
+        self._demo_action("crash", name, lambda demo, n: demo.crash(n), f"sim: crashing {name}")
 
     def demo_drafter(self, name: str | None, p: float | None) -> None:
         """Demo only: set a sim server's draft acceptance (`sim: drafter collapse` / `recover`)."""
-        if name is None or self.demo is None or self.refuse_if_read_only("drafter"):
+        word = "collapsed" if p == 0.0 else "recovered"
+        self._demo_action("drafter", name, lambda demo, n: demo.drafter(n, p), f"sim: {name}'s drafter {word}")
+
+    def _demo_action(
+        self, action: str, name: str | None, call: Callable[[Any, str], Awaitable[None]], done: str
+    ) -> None:
+        if name is None or self.demo is None or self.refuse_if_read_only(action):
             return
         demo = self.demo
 
         async def go() -> tuple[bool, str]:
-            await demo.drafter(name, p)
-            return True, f"sim: {name}'s drafter {'collapsed' if p == 0.0 else 'recovered'}"
+            await call(demo, name)
+            return True, done
 
-        self._run("drafter", name, go)
+        self._run(action, name, go)
 
     # -- screenshots (the palette's Screenshot) --------------------------------------------
     def deliver_screenshot(

@@ -184,18 +184,14 @@ class DemoFleet:
 
     async def crash(self, name: str) -> None:
         """Asks the sim server to die the way a CUDA assert kills SGLang (`sim: crash server`)."""
-        from console.sim.control import inject
-
-        if self.api is None or name not in self.api.state.servers:
-            raise ValueError(f"no such server: {name}")
-        m = self.api.state.servers[name].meta
-        key = m.port or m.pid
-        if key is None:
-            raise ValueError(f"{name} has no port or pid to address")
-        await asyncio.to_thread(inject, self.host_dir(m.host), key, "crash", kind="cuda-assert")
+        await self._inject(name, "crash", kind="cuda-assert")
 
     async def drafter(self, name: str, p: float | None) -> None:
         """Sets a sim server's draft acceptance (`sim: drafter collapse` 0.0; None: its algorithm's own again)."""
+        await self._inject(name, "accept", p=p)
+
+    async def _inject(self, name: str, action: str, **kw: Any) -> None:
+        """One sim control command to a server, addressed by its port (else its pid) on its host."""
         from console.sim.control import inject
 
         if self.api is None or name not in self.api.state.servers:
@@ -204,7 +200,7 @@ class DemoFleet:
         key = m.port or m.pid
         if key is None:
             raise ValueError(f"{name} has no port or pid to address")
-        await asyncio.to_thread(inject, self.host_dir(m.host), key, "accept", p=p)
+        await asyncio.to_thread(inject, self.host_dir(m.host), key, action, **kw)
 
     def cleanup(self) -> None:
         """Stops every sim process, releases the ports and removes the temp tree (safe to call again)."""

@@ -16,7 +16,7 @@ from console.fleet.events import SpecLaunchRecord
 from console.fleet.specstate import FIGURE_STALE_S, SHORT, SpecStatus, spec_line, spec_status
 from console.fleet.state import STALE_S, FleetState, GpuPoint, GpuState, HostState, ServerState
 from console.sglang.phase import STARTING_PHASES, Phase
-from console.sglang.specdec import percentile
+from console.sglang.specdec import history_median, percentile
 from console.ui import format as fmt
 
 HOT_C = 80
@@ -650,8 +650,7 @@ def spec_history_facts(
     mine = [r for r in records.get(preset or "", ()) if r.launch_id != launch_id][-SPEC_LAUNCHES_SHOWN:]
     now_mean = st.mean()
     if mine:
-        vals = sorted(r.accept_mean for r in mine)
-        med = vals[len(vals) // 2] if len(vals) % 2 else (vals[len(vals) // 2 - 1] + vals[len(vals) // 2]) / 2
+        med = history_median(r.accept_mean for r in mine) or 0.0
         last = " · ".join(f"{r.accept_mean:.2f}" for r in mine)
         vs = f"; this launch {now_mean:.2f} ({now_mean - med:+.2f})" if now_mean is not None else ""
         out.append(f"last {len(mine)} launches: accept {last} · median {med:.2f}{vs}")
