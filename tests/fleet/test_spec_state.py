@@ -232,3 +232,17 @@ def test_server_info_cumulative_figure() -> None:
     st.apply(SpecCumulative(name, t0 + 1, 3.18))
     doc = server_doc(st.servers[name], t0 + 3)
     assert doc["spec"]["accept_len_cumulative"] == 3.18 and doc["spec"]["accept_len_cumulative_age_s"] == 2.0
+
+
+def test_a_compact_pane_keeps_tok_s_beside_the_spec_figure() -> None:
+    from console.ui.views import pane_view
+    from console.ui.widgets.gpu_pane import _colours, draw_pane
+
+    st, name = _fleet()
+    t0 = float(int(time.time()))
+    Feeder(st, name).feed(_line(t0, "3.20") + _line(t0 + 1, "3.30"), t0 + 1)
+    v = pane_view(st, "h", 1, t0 + 2)
+    compact = [x.plain for x in draw_pane(v, 32, 5, _colours({}))]
+    assert any("tok/s" in x and "accept 3.30" in x for x in compact), compact
+    tall = [x.plain for x in draw_pane(v, 36, 12, _colours({}))]
+    assert "spec DFLASH · accept 3.30" in tall and any("tok/s" in x for x in tall), tall

@@ -138,13 +138,18 @@ def draw_pane(v: PaneView, w: int, rows: int, c: dict[str, str]) -> list[Content
         elif s.phase in fmt.STARTING:
             lines += [head, status, *(spans(d, c) for d in s.detail)]
         else:
-            tok = Content.styled(s.tok_s.rjust(11) if s.tok_series else s.tok_s, "bold" if s.tok_series else c["dim"])
+            tok_style = "bold" if s.tok_series else c["dim"]
+            tok = Content.styled(s.tok_s.rjust(11) if s.tok_series else s.tok_s, tok_style)
             if compact:
                 lines += [head, status + "  " + s.load_short]
             else:
                 lines += [head, status, Content(s.load)]
-            if s.spec:
+            if s.spec and not compact:
                 lines.append(spans(s.spec, c))
+            elif s.spec:  # one row for both, `310 tok/s · DFLASH accept 3.30`, then what room is left for a sparkline
+                first, *rest = s.spec
+                short = first[0].removeprefix("spec ").replace(" · accept", " accept", 1)
+                tok = Content.styled(s.tok_s, tok_style) + " · " + spans(((short, first[1]), *rest), c)
             if s.tok_series is not None:
                 series.append(s.tok_series)
                 if s.accept_series is not None:
